@@ -1,0 +1,98 @@
+"""Element types of the IR: names, short print forms and PyTorch's promotion rules.
+
+The IR names dtypes by strings (`'float32'`) so graphs serialize without torch objects;
+the promotion table is read from torch once so that GT promotes exactly as torch does.
+"""
+
+import numpy as np
+import torch
+
+DTYPES = (
+    'bool', 'uint8', 'int8', 'int16', 'int32', 'int64',
+    'float16', 'bfloat16', 'float32', 'float64',
+)
+SHORT_NAMES = {
+    'bool': 'b8', 'uint8': 'u8', 'int8': 'i8', 'int16': 'i16', 'int32': 'i32',
+    'int64': 'i64', 'float16': 'f16', 'bfloat16': 'bf16', 'float32': 'f32', 'float64': 'f64',
+}
+TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
+DTYPE_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+# numpy has no bfloat16: such tensors travel as their raw 16-bit words.
+NUMPY_DTYPES = {name: np.dtype('uint16' if name == 'bfloat16' else name) for name in DTYPES}
+
+FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})
+INTEGRAL = frozenset({'uint8', 'int8', 'int16', 'int32', 'int64'})
+DEFAULT_FLOAT = 'float32'
+DEFAULT_INT = 'int64'
+
+_PROMOTED = {
+    (a, b): DTYPE_NAMES[torch.promote_types(TORCH_DTYPES[a], TORCH_DTYPES[b])]
+    for a in DTYPES for b in DTYPES
+}
+
+
+def promote(a: str, b: str) -> str:
+    """The dtype torch gives an op on two tensors of dtypes `a` and `b`."""
+    return _PROMOTED[a, b]
+
+
+# How strongly an operand takes part in type promotion, as in torch's ResultTypeState.
+DIMENSIONED, ZERO_DIM, PYTHON_SCALAR = 2, 1, 0
+
+
+def _combine(higher: str | None, lower: str | None) -> str | None:
+    if higher is None:
+        return lower
+    if lower is None or higher in FLOATING:
+        return higher
+    if higher == 'bool' or lower in FLOATING:
+        return promote(higher, lower)
+    return higher
+
+
+def result_type(*operands: tuple[str, int]) -> str:
+    """Torch's result dtype for operands given as `(dtype, DIMENSIONED | ZERO_DIM | PYTHON_SCALAR)`.
+
+    Lower-ranked operands only matter when they belong to a higher category, so
+    `int_tensor * 0.5` is float32 but `half_tensor * 0.5` stays float16.
+    """
+    best: list[str | None] = [None, None, None]
+    for dtype, rank in operands:
+        best[rank] = dtype if best[rank] is None else promote(best[rank], dtype)
+    result = _combine(best[DIMENSIONED], _combine(best[ZERO_DIM], best[PYTHON_SCALAR]))
+    assert result is not None, 'result_type needs at least one operand'
+    return result
+
+
+def scalar_dtype(value: object) -> str:
+    """The dtype torch infers for a Python scalar."""
+    if isinstance(value, bool):
+        return 'bool'
+    if isinstance(value, int):
+        return DEFAULT_INT
+    if isinstance(value, float):
+        return DEFAULT_FLOAT
+    raise TypeError(f'expected a Python number, got {type(value).__name__}')
+
+
+def dtype_name(dtype: object) -> str:
+    """Accept `torch.float32`, `np.float32`, `'float32'` or `float`; return `'float32'`."""
+    if isinstance(dtype, torch.dtype):
+        if dtype not in DTYPE_NAMES:
+            raise TypeError(f'GT does not support dtype {dtype}')
+        return DTYPE_NAMES[dtype]
+    if dtype is float:
+        return DEFAULT_FLOAT
+    if dtype is int:
+        return DEFAULT_INT
+    if dtype is bool:
+        return 'bool'
+    if isinstance(dtype, str) and dtype in TORCH_DTYPES:
+        return dtype
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f'not a dtype: {dtype!r}') from None
+    if name not in TORCH_DTYPES:
+        raise TypeError(f'GT does not support dtype {name}')
+    return name

@@ -1,0 +1,34 @@
+"""The shape of one row of the op table, and what creation ops get from the engine."""
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from gt.ir.graph import TensorType
+
+
+class RunContext(Protocol):
+    """What an engine hands to creation ops: where to put tensors and how to draw them."""
+
+    device: Any  # a torch.device, or None for the numpy engine
+    generator: Any  # a torch.Generator or numpy Generator, one per session
+    data: list[Any]  # tensors that arrived with the message, by slot
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One op. `infer(input_types, **attrs)` returns the output types (a tuple) and raises
+    ValueError or TypeError, naming the problem, when the op does not apply.
+
+    `torch(*inputs, **attrs)` and `numpy(*inputs, **attrs)` compute it; they return one
+    array, or a tuple when the op has several outputs. Creation ops (`source=True`) take a
+    `RunContext` before the inputs.
+    """
+
+    name: str
+    infer: Callable[..., tuple[TensorType, ...]]
+    torch: Callable[..., Any]
+    numpy: Callable[..., Any]
+    source: bool = False
+    effects: bool = False  # sends and collectives: never removed or reordered
+    grad: Callable[..., Any] | None = None
+    shard: Callable[..., Any] | None = None
