@@ -4,6 +4,8 @@ The IR names dtypes by strings (`'float32'`) so graphs serialize without torch o
 the promotion table is read from torch once so that GT promotes exactly as torch does.
 """
 
+import math
+
 import numpy as np
 import torch
 
@@ -62,6 +64,24 @@ def result_type(*operands: tuple[str, int]) -> str:
     result = _combine(best[DIMENSIONED], _combine(best[ZERO_DIM], best[PYTHON_SCALAR]))
     assert result is not None, 'result_type needs at least one operand'
     return result
+
+
+def representable(value: float, dtype: str) -> bool:
+    """Whether torch converts the Python number `value` to `dtype` without an overflow error.
+
+    Mirrors c10::overflows: infinities and NaN fit floating types, and unsigned types
+    accept negative integers down to -max because torch lets them wrap.
+    """
+    if dtype == 'bool':
+        return True
+    if dtype in FLOATING:
+        info = torch.finfo(TORCH_DTYPES[dtype])
+        return math.isinf(value) or math.isnan(value) or info.min <= value <= info.max
+    info = torch.iinfo(TORCH_DTYPES[dtype])
+    if isinstance(value, float):
+        return math.isfinite(value) and info.min <= value <= info.max
+    lowest = -info.max if info.min == 0 else info.min
+    return lowest <= value <= info.max
 
 
 def scalar_dtype(value: object) -> str:

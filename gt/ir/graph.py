@@ -41,6 +41,7 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
     scope: str | None = None
     note: str | None = None  # why a pass inserted this node; printed as a comment
+    location: int | None = None  # which client op this node came from (its fragment position)
 
 
 @dataclass(frozen=True, slots=True)

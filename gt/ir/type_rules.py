@@ -1,10 +1,10 @@
-"""Helpers the op table's type rules share: broadcasting, dim normalization, reductions.
+"""Helpers the op table's type rules share: broadcasting, dims, dtypes and basic indexing.
 
-Errors are ValueErrors that name the op and the shapes, because the client raises them
-at the user's line.
+Errors name the op and the shapes (ValueError) or dtypes (TypeError), because the client
+raises them at the user's line.
 """
 
-from gt.ir.dtypes import DIMENSIONED, ZERO_DIM, result_type
+from gt.ir.dtypes import DIMENSIONED, DTYPES, FLOATING, ZERO_DIM, result_type
 from gt.ir.graph import TensorType
 
 
@@ -38,11 +38,15 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     return dim % bound
 
 
-def normalize_dims(op: str, dim: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[int, ...]:
+def normalize_dims(
+    op: str, dim: int | tuple[int, ...] | list[int] | None, ndim: int
+) -> tuple[int, ...]:
     """The reduced dims, sorted; None (or an empty list, as torch treats it) means all."""
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise ValueError(f'{op}: dim must be None, an int or a list of ints, got {dim!r}')
     if not dims:
         return tuple(range(ndim))
     normalized = tuple(sorted(normalize_dim(op, d, ndim) for d in dims))
@@ -51,7 +55,9 @@ def normalize_dims(op: str, dim: int | tuple[int, ...] | list[int] | None, ndim:
     return normalized
 
 
-def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+def reduced_shape(
+    shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool
+) -> tuple[int, ...]:
     if keepdim:
         return tuple(1 if axis in dims else size for axis, size in enumerate(shape))
     return tuple(size for axis, size in enumerate(shape) if axis not in dims)
@@ -62,3 +68,82 @@ def numel(shape: tuple[int, ...]) -> int:
     for size in shape:
         count *= size
     return count
+
+
+def check_dtype(op: str, dtype: object) -> str:
+    if dtype not in DTYPES:
+        raise TypeError(f'{op}: unknown dtype {dtype!r} (expected one of {", ".join(DTYPES)})')
+    return dtype
+
+
+def require_floating(op: str, *types: TensorType) -> None:
+    for t in types:
+        if t.dtype not in FLOATING:
+            raise TypeError(f'{op}: expected a floating point tensor, got {t.dtype} '
+                            f'(cast it first, e.g. x.float())')
+
+
+def forbid_bool(op: str, *types: TensorType) -> None:
+    for t in types:
+        if t.dtype == 'bool':
+            raise TypeError(f'{op}: not supported for bool tensors')
+
+
+def check_shape(op: str, shape: object) -> tuple[int, ...]:
+    """A size list from attrs (a list after msgpack) as a tuple of non-negative ints."""
+    sizes = tuple(shape)  # type: ignore[arg-type]
+    if any(not isinstance(size, int) or isinstance(size, bool) or size < 0 for size in sizes):
+        raise ValueError(f'{op}: sizes must be non-negative integers, got {list(sizes)}')
+    return sizes
+
+
+def indexed_shape(op: str, shape: tuple[int, ...], index: list) -> tuple[int, ...]:
+    """The shape of `x[index]` under torch's basic indexing.
+
+    `index` is a list of items: `['int', k]`, `['slice', start, stop, step]`, `['none']`
+    (a new axis) or `['ellipsis']`; items may be tuples or lists.
+    """
+    kinds = [item[0] for item in index]
+    if kinds.count('ellipsis') > 1:
+        raise ValueError(f'{op}: an index can only have a single ellipsis')
+    consumed = sum(kind in ('int', 'slice') for kind in kinds)
+    if consumed > len(shape):
+        raise ValueError(f'{op}: too many indices for a tensor of shape {list(shape)} '
+                         f'({consumed} indices, {len(shape)} dimension(s))')
+    result: list[int] = []
+    axis = 0
+    for item in index:
+        kind = item[0]
+        if kind == 'none':
+            result.append(1)
+        elif kind == 'ellipsis':
+            kept = len(shape) - consumed
+            result.extend(shape[axis:axis + kept])
+            axis += kept
+        elif kind == 'int':
+            position, size = item[1], shape[axis]
+            if not isinstance(position, int) or not -size <= position < size:
+                raise ValueError(f'{op}: index {position} is out of bounds for dimension {axis} '
+                                 f'with size {size} (shape {list(shape)})')
+            axis += 1
+        elif kind == 'slice':
+            _, start, stop, step = item
+            if step is not None and step <= 0:
+                raise ValueError(f'{op}: step must be greater than zero, got {step}')
+            result.append(len(range(*slice(start, stop, step).indices(shape[axis]))))
+            axis += 1
+        else:
+            raise ValueError(f'{op}: unknown index item {list(item)!r}')
+    return tuple(result) + tuple(shape[axis:])
+
+
+def check_assignable(op: str, value: tuple[int, ...], target: tuple[int, ...]) -> None:
+    """Torch's rule for `x[index] = value`: drop leading 1s, then broadcast to the target."""
+    stripped = tuple(value)
+    while len(stripped) > len(target) and stripped[0] == 1:
+        stripped = stripped[1:]
+    fits = len(stripped) <= len(target) and all(
+        size in (1, want) for size, want in zip(reversed(stripped), reversed(target)))
+    if not fits:
+        raise ValueError(f'{op}: a value of shape {list(value)} cannot be assigned to '
+                         f'an indexed region of shape {list(target)}')

@@ -3,14 +3,15 @@
 A row (`OpDef`) holds the op's type rule, its torch implementation (which is also the
 interpreter and the test oracle), its numpy implementation and room for its sharding
 and gradient rules. The rows live in one file per family (creation, elementwise,
-reductions, shapes, linear algebra) only to keep files short; `OPS` is the one table.
+unary, reductions, shapes, indexing, linear algebra) only to keep files short; `OPS` is
+the one table.
 """
 
+from gt.ir.ops import creation, elementwise, indexing, linalg, reductions, shapes, unary
 from gt.ir.ops.opdef import OpDef, RunContext
-from gt.ir.ops import creation, elementwise, linalg, reductions, shapes
 
 OPS: dict[str, OpDef] = {}
-for _family in (creation, elementwise, reductions, shapes, linalg):
+for _family in (creation, elementwise, unary, reductions, shapes, indexing, linalg):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'
         OPS[_row.name] = _row

@@ -7,15 +7,49 @@ random generator, and the data frames that came with the message.
 import numpy as np
 import torch
 
-from gt.ir.dtypes import NUMPY_DTYPES, TORCH_DTYPES
+from gt.ir.dtypes import NUMPY_DTYPES, TORCH_DTYPES, representable
 from gt.ir.graph import TensorType
 from gt.ir.ops.opdef import OpDef
+from gt.ir.type_rules import check_dtype, check_shape, require_floating
 
 
-def _of_shape(types: tuple, shape: list[int], dtype: str, **_: object) -> tuple[TensorType, ...]:
-    if any(not isinstance(size, int) or size < 0 for size in shape):
-        raise ValueError(f'sizes must be non-negative integers, got {list(shape)}')
-    return (TensorType(tuple(shape), dtype),)
+def _of_shape(name: str):
+    def infer(types: tuple, shape: list[int], dtype: str, **_: object) -> tuple[TensorType, ...]:
+        return (TensorType(check_shape(name, shape), check_dtype(name, dtype)),)
+    return infer
+
+
+def _random_type(name: str):
+    def infer(types: tuple, shape: list[int], dtype: str) -> tuple[TensorType, ...]:
+        (out,) = _of_shape(name)(types, shape, dtype)
+        require_floating(name, out)
+        return (out,)
+    return infer
+
+
+def _check_value(op: str, value: float, dtype: str) -> None:
+    if not representable(value, dtype):
+        raise ValueError(f'{op}: value {value!r} cannot be converted to {dtype} without overflow')
+
+
+def _full_type(types: tuple, shape: list[int], dtype: str, value: float):
+    (out,) = _of_shape('full')(types, shape, dtype)
+    _check_value('full', value, dtype)
+    return (out,)
+
+
+def _arange_type(types: tuple, shape: list[int], dtype: str, start: float, step: float):
+    (out,) = _of_shape('arange')(types, shape, dtype)
+    if len(out.shape) != 1:
+        raise ValueError(f'arange: the shape must have one dimension, got {list(out.shape)}')
+    if step == 0:
+        raise ValueError('arange: step must be nonzero')
+    return (out,)
+
+
+def _scalar_type(types: tuple, value: float, dtype: str):
+    _check_value('scalar', value, check_dtype('scalar', dtype))
+    return (TensorType((), dtype),)
 
 
 def _nothing(types: tuple, **_: object) -> tuple[TensorType, ...]:
@@ -28,64 +62,71 @@ def _torch_random(draw):
     return run
 
 
+def _torch_filled(make):
+    return lambda ctx, shape, dtype: make(shape, dtype=TORCH_DTYPES[dtype], device=ctx.device)
+
+
 def _numpy_filled(value):
     return lambda ctx, shape, dtype: np.full(shape, value, dtype=NUMPY_DTYPES[dtype])
 
 
-def _torch_data(ctx, shape, dtype, slot):
-    return ctx.data[slot]
+def _torch_full(ctx, shape, dtype, value):
+    return torch.full(shape, value, dtype=TORCH_DTYPES[dtype], device=ctx.device)
 
 
-def _numpy_data(ctx, shape, dtype, slot):
-    return ctx.data[slot]
+def _numpy_full(ctx, shape, dtype, value):
+    return np.full(shape, value, dtype=NUMPY_DTYPES[dtype])
+
+
+def _torch_arange(ctx, shape, dtype, start, step):
+    # torch.arange over [start, start + n * step) can round up to n + 1 values with floats.
+    end = start + step * shape[0]
+    return torch.arange(start, end, step, dtype=TORCH_DTYPES[dtype], device=ctx.device)[: shape[0]]
 
 
 def _numpy_arange(ctx, shape, dtype, start, step):
     return (start + step * np.arange(shape[0])).astype(NUMPY_DTYPES[dtype])
 
 
-def _torch_arange(ctx, shape, dtype, start, step):
-    end = start + step * shape[0]
-    return torch.arange(start, end, step, dtype=TORCH_DTYPES[dtype], device=ctx.device)[: shape[0]]
+def _torch_scalar(ctx, value, dtype):
+    return torch.tensor(value, dtype=TORCH_DTYPES[dtype], device=ctx.device)
+
+
+def _numpy_scalar(ctx, value, dtype):
+    return np.array(value, dtype=NUMPY_DTYPES[dtype])
+
+
+def _numpy_randn(ctx, shape, dtype):
+    return ctx.generator.standard_normal(shape).astype(NUMPY_DTYPES[dtype])
+
+
+def _numpy_rand(ctx, shape, dtype):
+    return ctx.generator.random(shape).astype(NUMPY_DTYPES[dtype])
+
+
+def _data(ctx, shape, dtype, slot):
+    return ctx.data[slot]
+
+
+def _torch_manual_seed(ctx, seed):
+    ctx.generator.manual_seed(seed)
+
+
+def _numpy_manual_seed(ctx, seed):
+    ctx.reseed(seed)
 
 
 ROWS = [
-    OpDef(
-        'randn', _of_shape, _torch_random(torch.randn), source=True,
-        numpy=lambda ctx, shape, dtype: ctx.generator.standard_normal(shape).astype(NUMPY_DTYPES[dtype]),
-    ),
-    OpDef(
-        'rand', _of_shape, _torch_random(torch.rand), source=True,
-        numpy=lambda ctx, shape, dtype: ctx.generator.random(shape).astype(NUMPY_DTYPES[dtype]),
-    ),
-    OpDef(
-        'zeros', _of_shape, source=True,
-        torch=lambda ctx, shape, dtype: torch.zeros(shape, dtype=TORCH_DTYPES[dtype], device=ctx.device),
-        numpy=_numpy_filled(0),
-    ),
-    OpDef(
-        'ones', _of_shape, source=True,
-        torch=lambda ctx, shape, dtype: torch.ones(shape, dtype=TORCH_DTYPES[dtype], device=ctx.device),
-        numpy=_numpy_filled(1),
-    ),
-    OpDef(
-        'full', _of_shape, source=True,
-        torch=lambda ctx, shape, dtype, value: torch.full(
-            shape, value, dtype=TORCH_DTYPES[dtype], device=ctx.device),
-        numpy=lambda ctx, shape, dtype, value: np.full(shape, value, dtype=NUMPY_DTYPES[dtype]),
-    ),
-    OpDef('arange', _of_shape, _torch_arange, _numpy_arange, source=True),
+    OpDef('randn', _random_type('randn'), _torch_random(torch.randn), _numpy_randn, source=True),
+    OpDef('rand', _random_type('rand'), _torch_random(torch.rand), _numpy_rand, source=True),
+    OpDef('zeros', _of_shape('zeros'), _torch_filled(torch.zeros), _numpy_filled(0), source=True),
+    OpDef('ones', _of_shape('ones'), _torch_filled(torch.ones), _numpy_filled(1), source=True),
+    OpDef('full', _full_type, _torch_full, _numpy_full, source=True),
+    OpDef('arange', _arange_type, _torch_arange, _numpy_arange, source=True),
     # A Python number used as an operand, already cast to the dtype the op computes in.
-    OpDef(
-        'scalar', lambda types, value, dtype: (TensorType((), dtype),), source=True,
-        torch=lambda ctx, value, dtype: torch.tensor(value, dtype=TORCH_DTYPES[dtype], device=ctx.device),
-        numpy=lambda ctx, value, dtype: np.array(value, dtype=NUMPY_DTYPES[dtype]),
-    ),
+    OpDef('scalar', _scalar_type, _torch_scalar, _numpy_scalar, source=True),
     # Data the client sent along with the message (gt.tensor, gt.from_numpy).
-    OpDef('from_numpy', _of_shape, _torch_data, _numpy_data, source=True),
-    OpDef(
-        'manual_seed', _nothing, source=True, effects=True,
-        torch=lambda ctx, seed: ctx.generator.manual_seed(seed) and None,
-        numpy=lambda ctx, seed: ctx.reseed(seed),
-    ),
+    OpDef('from_numpy', _of_shape('from_numpy'), _data, _data, source=True),
+    OpDef('manual_seed', _nothing, _torch_manual_seed, _numpy_manual_seed,
+          source=True, effects=True),
 ]

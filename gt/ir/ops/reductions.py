@@ -1,33 +1,168 @@
-"""Reductions over all, one or several dims, with `dim`/`keepdim` as torch has them."""
+"""Reductions over all, one or several dims, with `dim`/`keepdim` as torch has them,
+plus softmax and log_softmax, which normalize along one dim."""
 
 import numpy as np
 import torch
 
 from gt.ir.dtypes import DEFAULT_INT, INTEGRAL
 from gt.ir.graph import TensorType
+from gt.ir.ops import arrays
 from gt.ir.ops.opdef import OpDef
-from gt.ir.type_rules import normalize_dims, reduced_shape
+from gt.ir.type_rules import (
+    forbid_bool,
+    normalize_dim,
+    normalize_dims,
+    numel,
+    reduced_shape,
+    require_floating,
+)
 
 
-def _sum_type(types, dim, keepdim):
-    (x,) = types
-    dims = normalize_dims('sum', dim, len(x.shape))
-    dtype = DEFAULT_INT if x.dtype in INTEGRAL or x.dtype == 'bool' else x.dtype
-    return (TensorType(reduced_shape(x.shape, dims, keepdim), dtype),)
+def _reduction(name: str, dtype_rule=None, nonempty: bool = False):
+    """The type rule of `name(x, dim, keepdim)`; `dtype_rule` checks the input and gives
+    the output dtype. Max-like ops have no identity, so torch refuses empty reductions."""
+    def infer(types, dim, keepdim):
+        (x,) = types
+        dims = normalize_dims(name, dim, len(x.shape))
+        if nonempty and any(x.shape[axis] == 0 for axis in dims):
+            raise ValueError(f'{name}: cannot reduce over a dimension of size 0 '
+                             f'(shape {list(x.shape)}, dim {dim})')
+        dtype = dtype_rule(x) if dtype_rule else x.dtype
+        return (TensorType(reduced_shape(x.shape, dims, keepdim), dtype),)
+    return infer
 
 
-def _np_axis(x, dim):
-    if dim is None or (not isinstance(dim, int) and not dim):
-        return None
-    return dim if isinstance(dim, int) else tuple(dim)
+def _sum_dtype(x):
+    return DEFAULT_INT if x.dtype in INTEGRAL or x.dtype == 'bool' else x.dtype
+
+
+def _floating_dtype(name: str):
+    def rule(x):
+        require_floating(name, x)
+        return x.dtype
+    return rule
+
+
+def _variance_type(name: str):
+    reduce = _reduction(name, _floating_dtype(name))
+
+    def infer(types, dim, correction, keepdim):
+        if correction is not None and not isinstance(correction, (int, float)):
+            raise ValueError(f'{name}: correction must be a number or None, got {correction!r}')
+        return reduce(types, dim, keepdim)
+    return infer
+
+
+def _one_dim(name: str):
+    """max_dim/min_dim: one int dim, values and int64 indices."""
+    reduce = _reduction(name, nonempty=True)
+
+    def infer(types, dim, keepdim):
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise ValueError(f'{name}: dim must be an int, got {dim!r}')
+        (values,) = reduce(types, dim, keepdim)
+        return (values, TensorType(values.shape, 'int64'))
+    return infer
+
+
+def _arg_type(name: str):
+    """argmax/argmin: dim None reduces the flattened tensor (keepdim keeps every dim as 1)."""
+    def infer(types, dim, keepdim):
+        (x,) = types
+        forbid_bool(name, x)
+        if dim is None:
+            if numel(x.shape) == 0:
+                raise ValueError(f'{name}: cannot reduce an empty tensor (shape '
+                                 f'{list(x.shape)}) without a dim')
+            shape = (1,) * len(x.shape) if keepdim else ()
+            return (TensorType(shape, 'int64'),)
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise ValueError(f'{name}: dim must be None or an int, got {dim!r}')
+        (out,) = _reduction(name, nonempty=True)(types, dim, keepdim)
+        return (TensorType(out.shape, 'int64'),)
+    return infer
+
+
+def _normalize_type(name: str):
+    def infer(types, dim):
+        (x,) = types
+        require_floating(name, x)
+        normalize_dim(name, dim, len(x.shape))
+        return (x,)
+    return infer
+
+
+def _amax(x, dim, keepdim):
+    return torch.amax(x, dim=() if dim is None else dim, keepdim=keepdim)
+
+
+def _amin(x, dim, keepdim):
+    return torch.amin(x, dim=() if dim is None else dim, keepdim=keepdim)
+
+
+def _np_reduce(fn):
+    def run(x, dim, keepdim, **attrs):
+        out = fn(arrays.wide(x), axis=arrays.axis(x, dim), keepdims=keepdim, **attrs)
+        return np.asarray(out).astype(x.dtype)
+    return run
+
+
+def _np_sum(x, dim, keepdim):
+    dtype = np.int64 if x.dtype.kind in 'biu' else arrays.wide(x).dtype
+    out = np.sum(x, axis=arrays.axis(x, dim), keepdims=keepdim, dtype=dtype)
+    return np.asarray(out).astype(np.int64 if x.dtype.kind in 'biu' else x.dtype)
+
+
+def _np_variance(fn):
+    def run(x, dim, correction, keepdim):
+        ddof = 1 if correction is None else correction
+        return _np_reduce(fn)(x, dim, keepdim, ddof=ddof)
+    return run
+
+
+def _np_extreme(values, indices):
+    """max_dim/min_dim: numpy's reductions take no axis on 0-d arrays, torch's take 0."""
+    def run(x, dim, keepdim):
+        if x.ndim == 0:
+            return x.copy(), np.zeros((), np.int64)
+        return (np.asarray(values(x, axis=dim, keepdims=keepdim)),
+                np.asarray(indices(x, axis=dim, keepdims=keepdim)).astype(np.int64))
+    return run
+
+
+def _np_arg(fn):
+    def run(x, dim, keepdim):
+        if dim is None or x.ndim == 0:
+            shape = (1,) * x.ndim if keepdim else ()
+            return np.asarray(fn(x)).astype(np.int64).reshape(shape)
+        return np.asarray(fn(x, axis=dim, keepdims=keepdim)).astype(np.int64)
+    return run
+
+
+def _np_log_softmax(x, dim):
+    wide = arrays.wide(x).reshape(x.shape or (1,))
+    shifted = wide - np.max(wide, axis=dim, keepdims=True)
+    out = shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+    return out.reshape(x.shape).astype(x.dtype)
+
+
+def _np_softmax(x, dim):
+    return np.exp(_np_log_softmax(arrays.wide(x), dim)).astype(x.dtype)
 
 
 ROWS = [
-    OpDef(
-        'sum', _sum_type,
-        torch=lambda x, dim, keepdim: torch.sum(x, dim=dim, keepdim=keepdim),
-        numpy=lambda x, dim, keepdim: np.asarray(
-            np.sum(x, axis=_np_axis(x, dim), keepdims=keepdim,
-                   dtype=np.int64 if x.dtype.kind in 'biu' else x.dtype)),
-    ),
+    OpDef('sum', _reduction('sum', _sum_dtype),
+          lambda x, dim, keepdim: torch.sum(x, dim=dim, keepdim=keepdim), _np_sum),
+    OpDef('mean', _reduction('mean', _floating_dtype('mean')),
+          lambda x, dim, keepdim: torch.mean(x, dim=dim, keepdim=keepdim), _np_reduce(np.mean)),
+    OpDef('amax', _reduction('amax', nonempty=True), _amax, _np_reduce(np.amax)),
+    OpDef('amin', _reduction('amin', nonempty=True), _amin, _np_reduce(np.amin)),
+    OpDef('max_dim', _one_dim('max_dim'), torch.max, _np_extreme(np.max, np.argmax)),
+    OpDef('min_dim', _one_dim('min_dim'), torch.min, _np_extreme(np.min, np.argmin)),
+    OpDef('argmax', _arg_type('argmax'), torch.argmax, _np_arg(np.argmax)),
+    OpDef('argmin', _arg_type('argmin'), torch.argmin, _np_arg(np.argmin)),
+    OpDef('var', _variance_type('var'), torch.var, _np_variance(np.var)),
+    OpDef('std', _variance_type('std'), torch.std, _np_variance(np.std)),
+    OpDef('softmax', _normalize_type('softmax'), torch.softmax, _np_softmax),
+    OpDef('log_softmax', _normalize_type('log_softmax'), torch.log_softmax, _np_log_softmax),
 ]

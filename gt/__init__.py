@@ -1,0 +1,48 @@
+"""GT: PyTorch-like tensors, computed lazily by a shared cluster of workers.
+
+`import gt` starts nothing; the first operation starts a local server (a dispatcher and
+`gt.gpu_workers(n)` workers) unless `gt.connect('host:port')` was called first.
+"""
+
+import torch as _torch
+
+from gt import debug, signal
+from gt.autograd import enable_grad, no_grad, set_grad_enabled
+from gt.creation import (
+    arange, full, full_like, from_numpy, manual_seed, ones, ones_like, rand, rand_like, randn,
+    randn_like, tensor, zeros, zeros_like,
+)
+from gt.functional import (
+    abs, argmax, argmin, cat, clamp, exp, log, matmul, maximum, mean, minimum, relu, sigmoid,
+    softmax, sqrt, stack, sum, tanh, where,
+)
+from gt.runtime.client import WorkerError
+from gt.runtime.client import connect as _connect
+from gt.runtime.client import current as _current
+from gt.runtime.client import set_auto_workers as gpu_workers
+from gt.tensor import Tensor
+
+bool = _torch.bool
+uint8, int8, int16, int32, int64 = _torch.uint8, _torch.int8, _torch.int16, _torch.int32, _torch.int64
+float16, bfloat16, float32, float64 = _torch.float16, _torch.bfloat16, _torch.float32, _torch.float64
+half, float, double, long, int = float16, float32, float64, int64, int32
+
+
+def connect(address: str) -> None:
+    """Send this script's work to the GT server at `address`, e.g. 'localhost:12345'."""
+    _connect(address)
+
+
+def sync() -> None:
+    """Send pending work now (without waiting for it to finish)."""
+    _current().flush()
+
+
+__all__ = [
+    'Tensor', 'tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full', 'arange',
+    'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
+    'connect', 'gpu_workers', 'sync', 'no_grad', 'enable_grad', 'set_grad_enabled', 'signal',
+    'debug', 'WorkerError', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
+    'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
+    'argmin',
+]

@@ -1,0 +1,115 @@
+"""Making tensors: from data (`tensor`, `from_numpy`), from shapes (`randn`, `zeros`, ...),
+and like other tensors (`zeros_like`, ...). Random tensors are drawn on the worker."""
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, dtype_name
+from gt.runtime import client as connection
+from gt.tensor import Tensor, apply, creation
+
+
+def _shape(sizes: tuple) -> tuple[int, ...]:
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, torch.Size)):
+        sizes = tuple(sizes[0])
+    for size in sizes:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f'sizes must be integers, got {sizes!r}')
+    return tuple(int(size) for size in sizes)
+
+
+def _dtype(dtype: Any, default: str = DEFAULT_FLOAT) -> str:
+    return default if dtype is None else dtype_name(dtype)
+
+
+def randn(*size, dtype=None, requires_grad=False) -> Tensor:
+    return creation('randn', _shape(size), _dtype(dtype), requires_grad)
+
+
+def rand(*size, dtype=None, requires_grad=False) -> Tensor:
+    return creation('rand', _shape(size), _dtype(dtype), requires_grad)
+
+
+def zeros(*size, dtype=None, requires_grad=False) -> Tensor:
+    return creation('zeros', _shape(size), _dtype(dtype), requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False) -> Tensor:
+    return creation('ones', _shape(size), _dtype(dtype), requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False) -> Tensor:
+    if dtype is None:
+        dtype = torch.tensor(fill_value).dtype
+    return creation('full', _shape((size,)), _dtype(dtype), requires_grad, value=fill_value)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    count = len(range(0, 1)) if False else max(0, int(np.ceil((end - start) / step)))
+    if dtype is None:
+        dtype = torch.float32 if any(isinstance(v, float) for v in (start, end, step)) \
+            else torch.int64
+    return creation('arange', (count,), _dtype(dtype), requires_grad, start=start, step=step)
+
+
+def _like(op: str, other: Tensor, dtype: Any, requires_grad: bool, **attrs: Any) -> Tensor:
+    return creation(op, tuple(other.shape), _dtype(dtype, other._type.dtype), requires_grad,
+                    **attrs)
+
+
+def zeros_like(other, dtype=None, requires_grad=False): return _like('zeros', other, dtype, requires_grad)
+def ones_like(other, dtype=None, requires_grad=False): return _like('ones', other, dtype, requires_grad)
+def randn_like(other, dtype=None, requires_grad=False): return _like('randn', other, dtype, requires_grad)
+def rand_like(other, dtype=None, requires_grad=False): return _like('rand', other, dtype, requires_grad)
+
+
+def full_like(other, fill_value, dtype=None, requires_grad=False):
+    return _like('full', other, dtype, requires_grad, value=fill_value)
+
+
+def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """A tensor holding a copy of `array`, with its dtype (float64 stays float64)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f'from_numpy expects a numpy array, got {type(array).__name__}')
+    name = dtype_name(array.dtype)
+    client = connection.current()
+    slot = client.add_data(array)
+    result = apply('from_numpy', [], shape=list(array.shape), dtype=name, slot=slot)
+    if requires_grad:
+        result.requires_grad_()
+    return result
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor from nested lists, numbers, numpy arrays or torch tensors, as torch.tensor."""
+    if isinstance(data, Tensor):
+        data = data.data
+    if isinstance(data, torch.Tensor):
+        source = data.detach().cpu()
+    else:
+        source = torch.tensor(np.asarray(data)) if isinstance(data, np.ndarray) \
+            else torch.tensor(data)
+    if dtype is not None:
+        source = source.to(dtype)
+    if source.dtype == torch.bfloat16:
+        array = source.view(torch.uint16).numpy()
+        name = 'bfloat16'
+    else:
+        array = source.numpy()
+        name = DTYPE_NAMES[source.dtype]
+    client = connection.current()
+    slot = client.add_data(array)
+    result = apply('from_numpy', [], shape=list(array.shape), dtype=name, slot=slot)
+    if requires_grad:
+        result.requires_grad_()
+    return result
+
+
+def manual_seed(seed: int) -> None:
+    """Seed this client's random stream on every worker; same seed, same tensors."""
+    client = connection.current()
+    client.record('manual_seed', [], {'seed': int(seed)}, 0)

@@ -1,0 +1,39 @@
+"""Functions of tensors, as `gt.cat(...)` like `torch.cat(...)`: multi-tensor ops and the
+function forms of Tensor methods."""
+
+from typing import Any
+
+from gt.tensor import Tensor, apply, as_tensor
+
+
+def cat(tensors: list[Tensor], dim: int = 0) -> Tensor:
+    return apply('cat', [as_tensor(t) for t in tensors], dim=dim)
+
+
+def stack(tensors: list[Tensor], dim: int = 0) -> Tensor:
+    return apply('stack', [as_tensor(t) for t in tensors], dim=dim)
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
+    if like is None:
+        raise TypeError('gt.where needs at least one of input and other to be a Tensor')
+    return apply('where', [condition, as_tensor(input, like), as_tensor(other, like)])
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor: return a @ b
+def maximum(a: Tensor, b: Tensor) -> Tensor: return a.maximum(b)
+def minimum(a: Tensor, b: Tensor) -> Tensor: return a.minimum(b)
+def relu(x: Tensor) -> Tensor: return x.relu()
+def sigmoid(x: Tensor) -> Tensor: return x.sigmoid()
+def tanh(x: Tensor) -> Tensor: return x.tanh()
+def exp(x: Tensor) -> Tensor: return x.exp()
+def log(x: Tensor) -> Tensor: return x.log()
+def sqrt(x: Tensor) -> Tensor: return x.sqrt()
+def abs(x: Tensor) -> Tensor: return x.abs()
+def clamp(x: Tensor, min=None, max=None) -> Tensor: return x.clamp(min, max)
+def sum(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor: return x.sum(dim, keepdim, **kwargs)
+def mean(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor: return x.mean(dim, keepdim, **kwargs)
+def softmax(x: Tensor, dim: int) -> Tensor: return x.softmax(dim)
+def argmax(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmax(dim, keepdim)
+def argmin(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmin(dim, keepdim)

@@ -1,0 +1,31 @@
+"""Turning a Python index (`x[1:, None, ..., -1]`) into the getitem op's attribute.
+
+The attribute is a list of `['int', k]`, `['slice', start, stop, step]`, `['none']`
+and `['ellipsis']` items, plain enough to hash, print and send.
+"""
+
+import operator
+from typing import Any
+
+
+def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
+    items = key if isinstance(key, tuple) else (key,)
+    result = []
+    for item in items:
+        if item is None:
+            result.append(['none'])
+        elif item is Ellipsis:
+            result.append(['ellipsis'])
+        elif isinstance(item, slice):
+            result.append(['slice', _bound(item.start), _bound(item.stop), _bound(item.step)])
+        elif isinstance(item, bool) or not hasattr(item, '__index__'):
+            raise TypeError(
+                f'GT supports indexing with ints, slices, None and ...; got {type(item).__name__}'
+            )
+        else:
+            result.append(['int', operator.index(item)])
+    return result
+
+
+def _bound(value: Any) -> int | None:
+    return None if value is None else operator.index(value)

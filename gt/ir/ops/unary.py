@@ -1,0 +1,129 @@
+"""Unary elementwise ops: arithmetic, activations, `clamp` and `cast`.
+
+Transcendental ops compute in floating point, so integer and bool inputs give float32,
+as in torch; `clamp` promotes with its Python-number bounds as torch does.
+"""
+
+import math
+
+import numpy as np
+import torch
+
+from gt.ir.dtypes import (
+    DEFAULT_FLOAT,
+    DIMENSIONED,
+    FLOATING,
+    NUMPY_DTYPES,
+    PYTHON_SCALAR,
+    TORCH_DTYPES,
+    representable,
+    result_type,
+    scalar_dtype,
+)
+from gt.ir.graph import TensorType
+from gt.ir.ops import arrays
+from gt.ir.ops.opdef import OpDef
+from gt.ir.type_rules import check_dtype, forbid_bool, require_floating
+
+
+def _numeric(name: str):
+    """Same dtype out; torch has no kernels for bool here."""
+    def infer(types):
+        forbid_bool(name, *types)
+        return tuple(types)
+    return infer
+
+
+def _floating(types):
+    (x,) = types
+    return (TensorType(x.shape, x.dtype if x.dtype in FLOATING else DEFAULT_FLOAT),)
+
+
+def _gelu_type(types, approximate):
+    if approximate not in ('none', 'tanh'):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    require_floating('gelu', *types)
+    return tuple(types)
+
+
+def _logical_not_type(types):
+    (x,) = types
+    return (TensorType(x.shape, 'bool'),)
+
+
+def _clamp_type(types, min, max):
+    (x,) = types
+    bounds = [bound for bound in (min, max) if bound is not None]
+    if not bounds:
+        raise ValueError('clamp: at least one of min and max must not be None')
+    dtype = result_type((x.dtype, DIMENSIONED),
+                        *((scalar_dtype(bound), PYTHON_SCALAR) for bound in bounds))
+    if dtype == 'bool':
+        raise TypeError('clamp: not supported for bool tensors with bool bounds')
+    for bound in bounds:
+        if not representable(bound, dtype):
+            raise ValueError(f'clamp: bound {bound!r} cannot be converted to {dtype} '
+                             f'without overflow')
+    return (TensorType(x.shape, dtype),)
+
+
+def _cast_type(types, dtype):
+    (x,) = types
+    return (TensorType(x.shape, check_dtype('cast', dtype)),)
+
+
+def _np_floating(fn):
+    """Run `fn` in at least float32 and return the dtype torch returns."""
+    def run(x):
+        x = arrays.floating(x)
+        return np.asarray(fn(arrays.wide(x))).astype(x.dtype)
+    return run
+
+
+def _np_sigmoid(x):
+    return np.exp(-np.logaddexp(0, -x))  # never overflows, unlike 1 / (1 + exp(-x))
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _np_gelu(x, approximate):
+    def gelu(x):
+        if approximate == 'tanh':
+            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
+            return 0.5 * x * (1 + np.tanh(inner))
+        return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+    return _np_floating(gelu)(x)
+
+
+def _np_clamp(x, min, max):
+    bounds = [bound for bound in (min, max) if bound is not None]
+    dtype = np.dtype(result_type((x.dtype.name, DIMENSIONED),
+                                 *((scalar_dtype(bound), PYTHON_SCALAR) for bound in bounds)))
+    out = x.astype(dtype)
+    # Applied in this order, max wins when min > max, as in torch.
+    if min is not None:
+        out = np.maximum(out, np.asarray(min, dtype=dtype))
+    if max is not None:
+        out = np.minimum(out, np.asarray(max, dtype=dtype))
+    return np.asarray(out)
+
+
+ROWS = [
+    OpDef('neg', _numeric('neg'), torch.neg, lambda x: np.asarray(np.negative(x))),
+    OpDef('abs', _numeric('abs'), torch.abs, lambda x: np.asarray(np.abs(x))),
+    OpDef('relu', _numeric('relu'), torch.relu,
+          lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype)))),
+    OpDef('sigmoid', _floating, torch.sigmoid, _np_floating(_np_sigmoid)),
+    OpDef('tanh', _floating, torch.tanh, _np_floating(np.tanh)),
+    OpDef('exp', _floating, torch.exp, _np_floating(np.exp)),
+    OpDef('log', _floating, torch.log, _np_floating(np.log)),
+    OpDef('sqrt', _floating, torch.sqrt, _np_floating(np.sqrt)),
+    OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu),
+    OpDef('logical_not', _logical_not_type, torch.logical_not,
+          lambda x: np.asarray(np.logical_not(x))),
+    OpDef('clamp', _clamp_type, torch.clamp, _np_clamp),
+    OpDef('cast', _cast_type,
+          lambda x, dtype: x.to(TORCH_DTYPES[dtype]),
+          lambda x, dtype: x.astype(NUMPY_DTYPES[dtype])),
+]

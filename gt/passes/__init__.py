@@ -1,0 +1,29 @@
+"""GT's compiler passes, in the order the dispatcher runs them.
+
+Each pass is a function `(graph, options) -> graph` in a file of its own name. `lower`
+runs after the pipeline and returns one graph per worker.
+"""
+
+from gt.ir import Graph, verify
+from gt.passes.eliminate_dead_code import eliminate_dead_code
+from gt.passes.lower import lower
+from gt.passes.options import PipelineOptions
+from gt.passes.propagate_placements import propagate_placements
+
+PIPELINE = [eliminate_dead_code, propagate_placements]
+
+
+def run_pipeline(
+    graph: Graph, options: PipelineOptions, dump: bool = False, check: bool = False
+) -> Graph:
+    """Run every pass; `check` verifies after each, `dump` prints the graph between them."""
+    for compiler_pass in PIPELINE:
+        graph = compiler_pass(graph, options)
+        if check:
+            verify(graph)
+        if dump:
+            print(f'// after {compiler_pass.__name__}\n{graph}')
+    return graph
+
+
+__all__ = ['PIPELINE', 'PipelineOptions', 'lower', 'run_pipeline']

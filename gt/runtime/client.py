@@ -1,0 +1,259 @@
+"""The client's connection: it records ops into the pending fragment and sends it.
+
+Recording is local and cheap; a flush is one message and never waits. Only fetching a
+value waits, and while it waits it keeps checking that the dispatcher is alive, so a
+lost server is an exception within seconds, never a hang.
+"""
+
+import atexit
+import os
+import socket as sockets
+import sys
+import time
+from collections import deque
+
+import msgpack
+import numpy as np
+import torch
+import zmq
+
+from gt.ir.dtypes import NUMPY_DTYPES
+from gt.runtime.fragment import encode_structure
+from gt.runtime.launcher import LocalServer
+from gt.runtime.protocol import (
+    Fetched, Goodbye, Hello, Ping, ProtocolError, Refused, Stats, StatsRequest, Submit, Welcome,
+)
+from gt.runtime.transport import dealer, endpoint_for, receive, send
+
+FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
+SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
+PING_SECONDS = 1.0
+STARTUP_SECONDS = float(os.environ.get('GT_STARTUP_TIMEOUT', '120'))
+ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
+GT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class WorkerError(RuntimeError):
+    """An op failed on a worker; the message names the op and where it was recorded."""
+
+
+class PendingFragment:
+    __slots__ = ('base', 'records', 'externals', 'external_index', 'dropped', 'data',
+                 'data_headers', 'locations')
+
+    def __init__(self, base: int):
+        self.base = base
+        self.records: list = []
+        self.externals: list[int] = []
+        self.external_index: dict[int, int] = {}
+        self.dropped: set[int] = set()
+        self.data: list = []
+        self.data_headers: list = []
+        self.locations: list = []
+
+
+def user_location() -> tuple[str, int]:
+    """The file and line outside GT that made the current call."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(GT_DIR):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame else ('<unknown>', 0)
+
+
+class Client:
+    def __init__(self, endpoint: str, wait_for_workers: int = 1,
+                 server: LocalServer | None = None):
+        self.endpoint = endpoint
+        self.server = server
+        self.socket = dealer(endpoint)
+        self.next_id = 0
+        self.pending = PendingFragment(0)
+        self.releases: list[int] = []
+        self.origins: deque = deque(maxlen=ORIGINS_KEPT)
+        self.next_request = 0
+        self.closed = False
+        send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers))
+        welcome, _ = self._wait(Welcome, startup=True)
+        self.session = welcome.session
+        self.workers = welcome.workers
+
+    # ---- recording -----------------------------------------------------------------------
+    def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
+               scope: str | None = None) -> int:
+        """Append a node; return the client id of its first output."""
+        pending = self.pending
+        base = pending.base
+        refs = []
+        for value_id in operands:
+            if value_id >= base:
+                refs.append(value_id - base)
+            else:
+                index = pending.external_index.get(value_id)
+                if index is None:
+                    index = pending.external_index[value_id] = len(pending.externals)
+                    pending.externals.append(value_id)
+                refs.append(-1 - index)
+        pending.records.append([op, refs, attrs, scope])
+        pending.locations.append(user_location())
+        first = self.next_id
+        self.next_id += n_outputs
+        if len(pending.records) >= FRAGMENT_LIMIT:
+            self.flush()
+        return first
+
+    def add_data(self, array: np.ndarray) -> int:
+        """Attach an array to the pending fragment; return its slot for `from_numpy`."""
+        self.pending.data_headers.append([array.dtype.name, list(array.shape)])
+        self.pending.data.append(np.ascontiguousarray(array).copy())
+        return len(self.pending.data) - 1
+
+    def release(self, value_id: int) -> None:
+        if self.closed:
+            return
+        if value_id >= self.pending.base:
+            self.pending.dropped.add(value_id)
+        else:
+            self.releases.append(value_id)
+
+    # ---- sending -------------------------------------------------------------------------
+    def flush(self, fetch: list[int] = ()) -> int:
+        """Send the pending fragment, releases and fetches in one message; return its request."""
+        pending, self.pending = self.pending, PendingFragment(self.next_id)
+        releases, self.releases = self.releases, []
+        self.next_request += 1
+        structure = b''
+        frames: list = []
+        if pending.records:
+            kept = [local for local in range(self.next_id - pending.base)
+                    if pending.base + local not in pending.dropped]
+            structure = encode_structure(pending.records, kept)
+            self.origins.append((pending.base, pending.locations, pending.records))
+            if pending.data:
+                frames = [msgpack.packb(pending.data_headers), *pending.data]
+        elif not releases and not fetch:
+            return self.next_request
+        send(self.socket, Submit(structure, pending.base, pending.externals, releases,
+                                 list(fetch), self.next_request), frames)
+        return self.next_request
+
+    def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
+        request = self.flush(value_ids)
+        reply, frames = self._wait(Fetched, request=request)
+        self._raise_errors(reply.errors)
+        frames = iter(frames)
+        return [_tensor_from_wire(header, next(frames)) for header in reply.tensors]
+
+    def stats(self) -> Stats:
+        self.flush()
+        self.next_request += 1
+        send(self.socket, StatsRequest(self.next_request))
+        return self._wait(Stats, request=self.next_request)[0]
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            send(self.socket, Goodbye())
+        except zmq.ZMQError:
+            pass
+        self.socket.close(linger=100)
+        if self.server is not None:
+            self.server.stop()
+
+    # ---- waiting -------------------------------------------------------------------------
+    def _wait(self, kind: type, request: int | None = None, startup: bool = False):
+        last_heard = last_ping = time.monotonic()
+        started = last_heard
+        while True:
+            if self.socket.poll(250):
+                try:
+                    message, frames = receive(self.socket)
+                except ProtocolError:
+                    continue
+                last_heard = time.monotonic()
+                if isinstance(message, Refused):
+                    raise ConnectionError(f'the GT dispatcher refused: {message.reason}')
+                if isinstance(message, kind) and getattr(message, 'request', request) == request:
+                    return message, frames
+                continue
+            now = time.monotonic()
+            if self.server is not None:
+                self.server.check_alive()
+            if now - last_heard > SILENCE_SECONDS:
+                raise ConnectionError(
+                    f'no answer from the GT dispatcher at {self.endpoint} for '
+                    f'{SILENCE_SECONDS:.0f} s: is it running?')
+            if startup and now - started > STARTUP_SECONDS:
+                raise ConnectionError(f'no GT worker joined the dispatcher at {self.endpoint} '
+                                      f'within {STARTUP_SECONDS:.0f} s')
+            if now - last_ping > PING_SECONDS:
+                send(self.socket, Ping())
+                last_ping = now
+
+    def _raise_errors(self, errors: list) -> None:
+        if not errors:
+            return
+        base, location, op, message = errors[0]
+        where = self._where(base, location)
+        more = f' (and {len(errors) - 1} more)' if len(errors) > 1 else ''
+        raise WorkerError(f'{op} failed: {message}{where}{more}')
+
+    def _where(self, base: int | None, location: int | None) -> str:
+        for origin_base, locations, records in self.origins:
+            if origin_base == base and location is not None and location < len(locations):
+                filename, line = locations[location]
+                return f'\n  recorded at {filename}:{line} ({records[location][0]})'
+        return ''
+
+
+def _tensor_from_wire(header: list, frame) -> torch.Tensor:
+    dtype, shape = header
+    array = np.frombuffer(frame.buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
+    tensor = torch.from_numpy(array)
+    return tensor.view(torch.bfloat16) if dtype == 'bfloat16' else tensor
+
+
+# ---- the process's connection ----------------------------------------------------------------
+_client: Client | None = None
+_auto_workers = int(os.environ.get('GT_WORKERS', '1'))
+
+
+def current() -> Client:
+    """The connection, starting a local server on first use if `connect` was not called."""
+    global _client
+    if _client is None:
+        server = LocalServer(_auto_workers)
+        try:
+            _client = Client(server.endpoint, _auto_workers, server)
+        except BaseException:
+            server.stop()
+            raise
+    return _client
+
+
+def connect(address: str) -> Client:
+    """Use the GT server at `address` ('host:port' or a ZeroMQ endpoint)."""
+    global _client
+    if _client is not None:
+        _client.close()
+    _client = None
+    _client = Client(endpoint_for(address), wait_for_workers=1)
+    return _client
+
+
+def set_auto_workers(count: int) -> None:
+    global _auto_workers
+    if _client is not None:
+        raise RuntimeError('gt.gpu_workers() must be called before the first tensor operation')
+    if count < 1:
+        raise ValueError(f'gt.gpu_workers needs at least 1 worker, got {count}')
+    _auto_workers = count
+
+
+def _close_at_exit() -> None:
+    if _client is not None:
+        _client.close()
+
+
+atexit.register(_close_at_exit)

@@ -1,0 +1,329 @@
+"""The dispatcher: one ROUTER socket serving many clients and workers.
+
+Each client has a session (its values, its home worker, errors to report). A submitted
+fragment is planned once per structure (gt.runtime.planner) and sent to each worker as
+one message; the client never waits for that. Fetches are the only round trips.
+"""
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+import zmq
+
+from gt.passes import PipelineOptions
+from gt.runtime.fragment import FragmentError
+from gt.runtime.planner import Planner
+from gt.runtime.protocol import (
+    EndSession,
+    Fetched,
+    Goodbye,
+    Heartbeat,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    Refused,
+    Register,
+    RunProgram,
+    Stats,
+    StatsRequest,
+    Submit,
+    Welcome,
+    decode,
+)
+from gt.runtime.transport import send
+
+HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
+
+
+@dataclass
+class WorkerHandle:
+    index: int
+    identity: bytes
+    name: str
+    device: str
+    host: str
+    pid: int
+    last_seen: float
+    alive: bool = True
+    programs: set = field(default_factory=set)  # program ids this worker has decoded
+
+
+@dataclass
+class Session:
+    number: int
+    identity: bytes
+    client: str
+    home_worker: int
+    values: dict = field(default_factory=dict)  # client id -> (shape, dtype, placement)
+    errors: list = field(default_factory=list)  # reports not yet delivered to the client
+    last_graph: object = None
+
+
+@dataclass
+class PendingRequest:
+    """A client's fetch or stats request, waiting for the workers involved to answer."""
+
+    identity: bytes
+    request: int
+    workers: set
+    is_stats: bool
+    tensors: list = field(default_factory=list)
+    frames: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    stats: list = field(default_factory=list)
+
+
+class Dispatcher:
+    def __init__(self, endpoints: list[str], runtime_dir: str | None = None):
+        self.context = zmq.Context.instance()
+        self.socket = self.context.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        for endpoint in endpoints:
+            self.socket.bind(endpoint)
+        self.runtime_dir = runtime_dir
+        self.workers: list[WorkerHandle] = []
+        self.worker_by_identity: dict[bytes, WorkerHandle] = {}
+        self.sessions: dict[bytes, Session] = {}
+        self.waiting_hellos: list[tuple[bytes, Hello]] = []
+        self.pending: dict[int, PendingRequest] = {}
+        self.program_ids: dict[bytes, int] = {}
+        self.planner = Planner()
+        self.next_session = 0
+        self.next_request = 0
+        self.handlers = {
+            Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
+            StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
+            Fetched: self.worker_reply, Stats: self.worker_reply,
+        }
+
+    # ---- the loop ------------------------------------------------------------------------
+    def serve_forever(self) -> None:
+        try:
+            while True:
+                if self.socket.poll(200):
+                    self._handle(*self._receive())
+                self._check_workers()
+        finally:
+            self.socket.close(0)
+            if self.runtime_dir:
+                shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+    def _receive(self) -> tuple:
+        identity, header, *frames = self.socket.recv_multipart(copy=False)
+        return identity.bytes, header.bytes, frames
+
+    def _handle(self, identity: bytes, header: bytes, frames: list) -> None:
+        try:
+            message = decode(header)
+            handler = self.handlers[type(message)]
+        except (ProtocolError, KeyError):
+            return  # garbage from a stranger: nobody to answer, nothing to lose
+        if identity in self.worker_by_identity:
+            self.worker_by_identity[identity].last_seen = time.monotonic()
+        handler(identity, message, frames)
+
+    def _send(self, identity: bytes, message: object, frames: list = ()) -> None:
+        try:
+            send(self.socket, message, frames, to=identity)
+        except zmq.ZMQError:
+            pass  # the peer is gone; heartbeats or its session's end will tidy up
+
+    # ---- clients -------------------------------------------------------------------------
+    def hello(self, identity: bytes, message: Hello, frames: list) -> None:
+        if not isinstance(message.wait_for_workers, int) or not isinstance(message.client, str):
+            return self._send(identity, Refused('malformed hello'))
+        self.waiting_hellos.append((identity, message))
+        self._welcome_waiting()
+
+    def _welcome_waiting(self) -> None:
+        live = self._live_workers()
+        still_waiting = []
+        for identity, hello in self.waiting_hellos:
+            if len(live) < max(1, hello.wait_for_workers):
+                still_waiting.append((identity, hello))
+                continue
+            home = min(live, key=lambda w: sum(s.home_worker == w.index for s in self.sessions.values()))
+            session = Session(self.next_session, identity, hello.client, home.index)
+            self.next_session += 1
+            self.sessions[identity] = session
+            self._send(identity, Welcome(session.number, [self._describe(w) for w in live]))
+        self.waiting_hellos = still_waiting
+
+    def submit(self, identity: bytes, message: Submit, frames: list) -> None:
+        session = self.sessions.get(identity)
+        if session is None:
+            return self._send(identity, Refused('no session: say Hello first'))
+        try:
+            self._submit(session, message, frames)
+        except (FragmentError, TypeError, ValueError, KeyError) as error:
+            session.errors.append([message.base, None, 'submit', f'{type(error).__name__}: {error}'])
+            if message.fetch:
+                self._reply_error(session, message.request)
+
+    def _submit(self, session: Session, message: Submit, frames: list) -> None:
+        releases_by_worker: dict[int, list[int]] = {}
+        for value_id in message.releases:
+            entry = session.values.pop(value_id, None)
+            if entry is not None:
+                for worker in entry[2].workers:
+                    releases_by_worker.setdefault(worker, []).append(value_id)
+        work: dict[int, dict] = {}
+        if message.structure:
+            self._plan_and_run(session, message, frames, work)
+        fetch_by_worker: dict[int, list[int]] = {}
+        for value_id in message.fetch:
+            entry = session.values.get(value_id)
+            if entry is None:
+                raise KeyError(f'value {value_id} does not exist in this session')
+            fetch_by_worker.setdefault(entry[2].workers[0], []).append(value_id)
+        if message.fetch:
+            request = self._open_request(session.identity, message.request, set(fetch_by_worker),
+                                         is_stats=False)
+        for worker in set(releases_by_worker) | set(work) | set(fetch_by_worker):
+            handle = self.workers[worker]
+            if not handle.alive:
+                raise ValueError(f'worker {worker} ({handle.name}) was lost')
+            item = work.get(worker, {})
+            send_frames = item.get('frames', [])
+            self._send(handle.identity, RunProgram(
+                session.number, item.get('program_id', -1), item.get('program'), message.base,
+                item.get('externals', []), releases_by_worker.get(worker, []),
+                fetch_by_worker.get(worker, []), request if message.fetch else -1,
+            ), send_frames)
+
+    def _plan_and_run(self, session: Session, message: Submit, frames: list, work: dict) -> None:
+        external_types = []
+        for value_id in message.externals:
+            entry = session.values.get(value_id)
+            if entry is None:
+                raise KeyError(f'value {value_id} does not exist in this session')
+            external_types.append(entry)
+        options = PipelineOptions(tuple(w.index for w in self._live_workers()), session.home_worker)
+        plan = self.planner.plan(message.structure, external_types, options)
+        session.last_graph = plan.graph
+        for worker_plan in plan.programs:
+            handle = self.workers[worker_plan.worker]
+            program_id = self.program_ids.setdefault(worker_plan.program, len(self.program_ids))
+            first_time = program_id not in handle.programs
+            handle.programs.add(program_id)
+            work[worker_plan.worker] = {
+                'program_id': program_id,
+                'program': worker_plan.program if first_time else None,
+                'externals': [message.externals[i] for i in worker_plan.input_refs],
+                'frames': frames if worker_plan.reads_data else [],
+            }
+        for local, shape, dtype, placement in plan.kept:
+            session.values[message.base + local] = (shape, dtype, placement)
+
+    def ping(self, identity: bytes, message: Ping, frames: list) -> None:
+        self._send(identity, Pong())
+
+    def goodbye(self, identity: bytes, message: Goodbye, frames: list) -> None:
+        session = self.sessions.pop(identity, None)
+        if session is not None:
+            for worker in self._live_workers():
+                self._send(worker.identity, EndSession(session.number))
+
+    def stats_request(self, identity: bytes, message: StatsRequest, frames: list) -> None:
+        live = self._live_workers()
+        request = self._open_request(identity, message.request, {w.index for w in live},
+                                     is_stats=True)
+        for worker in live:
+            self._send(worker.identity, StatsRequest(request))
+        if not live:
+            self._finish(request)
+
+    # ---- workers -------------------------------------------------------------------------
+    def register(self, identity: bytes, message: Register, frames: list) -> None:
+        if identity in self.worker_by_identity:
+            return
+        handle = WorkerHandle(len(self.workers), identity, message.name, message.device,
+                              message.host, message.pid, time.monotonic())
+        self.workers.append(handle)
+        self.worker_by_identity[identity] = handle
+        self._welcome_waiting()
+
+    def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
+        handle = self.worker_by_identity.get(message.worker)
+        if handle is not None and handle.alive:
+            handle.last_seen = time.monotonic()
+
+    def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
+        handle = self.worker_by_identity.get(identity)
+        pending = self.pending.get(message.request)
+        if handle is None or pending is None or handle.index not in pending.workers:
+            return
+        pending.workers.discard(handle.index)
+        if isinstance(message, Stats):
+            pending.stats.extend(dict(s, index=handle.index) for s in message.workers)
+        else:
+            pending.tensors.extend(message.tensors)
+            pending.frames.extend(frames)
+            pending.errors.extend(message.errors)
+        if not pending.workers:
+            self._finish(message.request)
+
+    def _check_workers(self) -> None:
+        now = time.monotonic()
+        for handle in self._live_workers():
+            if now - handle.last_seen > HEARTBEAT_TIMEOUT:
+                self._lose(handle)
+
+    def _lose(self, handle: WorkerHandle) -> None:
+        handle.alive = False
+        report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
+        for request, pending in list(self.pending.items()):
+            if handle.index in pending.workers:
+                pending.workers.discard(handle.index)
+                pending.errors.append([None, None, 'worker', report])
+                if not pending.workers:
+                    self._finish(request)
+        live = self._live_workers()
+        for session in self.sessions.values():
+            if session.home_worker == handle.index and live:
+                session.home_worker = live[0].index
+
+    # ---- replies -------------------------------------------------------------------------
+    def _open_request(self, identity: bytes, client_request: int, workers: set,
+                      is_stats: bool) -> int:
+        self.next_request += 1
+        self.pending[self.next_request] = PendingRequest(identity, client_request, workers,
+                                                         is_stats)
+        return self.next_request
+
+    def _finish(self, request: int) -> None:
+        pending = self.pending.pop(request)
+        session = self.sessions.get(pending.identity)
+        errors = pending.errors
+        if session is not None:
+            errors = session.errors + errors
+            session.errors = []
+        if pending.is_stats:
+            return self._send(pending.identity, Stats(pending.request, pending.stats,
+                                                      self._own_stats(session)))
+        self._send(pending.identity, Fetched(pending.request, pending.tensors, errors),
+                   pending.frames)
+
+    def _reply_error(self, session: Session, client_request: int) -> None:
+        self._send(session.identity, Fetched(client_request, [], session.errors))
+        session.errors = []
+
+    def _own_stats(self, session: Session | None) -> dict:
+        return {
+            'sessions': len(self.sessions),
+            'session_values': len(session.values) if session else 0,
+            'plans_cached': len(self.planner.cache),
+            'plan_hits': self.planner.hits, 'plan_misses': self.planner.misses,
+        }
+
+    def _live_workers(self) -> list[WorkerHandle]:
+        return [w for w in self.workers if w.alive]
+
+    def _describe(self, handle: WorkerHandle) -> dict:
+        return {'index': handle.index, 'name': handle.name, 'device': handle.device,
+                'host': handle.host, 'pid': handle.pid}
+

@@ -1,0 +1,92 @@
+"""Engines: how a worker holds tensors. `torch` (the default; CUDA when present) runs the
+op table's torch rows; `numpy` runs its numpy rows, as a reference to test against."""
+
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from gt.ir.dtypes import DTYPE_NAMES, NUMPY_DTYPES
+
+
+class SessionContext:
+    """The RunContext a session's creation ops see: device, generator, message data."""
+
+    def __init__(self, device: Any, generator: Any):
+        self.device = device
+        self.generator = generator
+        self.data: list = []
+
+    def reseed(self, seed: int) -> None:
+        self.generator = np.random.default_rng(seed)
+
+class TorchEngine:
+    name = 'torch'
+
+    def __init__(self, device: str | None = None):
+        if device is None:
+            device = 'cuda' if torch.cuda.is_available() else 'cpu'
+        self.device = torch.device(device)
+        if self.device.type == 'cpu' and 'GT_WORKER_THREADS' in os.environ:
+            torch.set_num_threads(int(os.environ['GT_WORKER_THREADS']))
+
+    def implementation(self, row: Any) -> Any:
+        return row.torch
+
+    def new_context(self) -> SessionContext:
+        generator = torch.Generator(device=self.device)
+        generator.seed()
+        return SessionContext(self.device, generator)
+
+    def from_wire(self, dtype: str, shape: list[int], buffer: memoryview) -> torch.Tensor:
+        array = np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
+        tensor = torch.from_numpy(array)
+        if dtype == 'bfloat16':
+            tensor = tensor.view(torch.bfloat16)
+        return tensor.to(self.device)
+
+    def to_wire(self, tensor: torch.Tensor) -> tuple[str, list[int], Any]:
+        dtype = DTYPE_NAMES[tensor.dtype]
+        tensor = tensor.detach().to('cpu').contiguous()
+        if dtype == 'bfloat16':
+            tensor = tensor.view(torch.uint16)
+        return dtype, list(tensor.shape), tensor.numpy()
+
+    def nbytes(self, tensor: torch.Tensor) -> int:
+        return tensor.element_size() * tensor.numel()
+
+    def describe(self) -> str:
+        return str(self.device)
+
+class NumpyEngine:
+    name = 'numpy'
+    device = 'cpu'
+
+    def implementation(self, row: Any) -> Any:
+        return row.numpy
+
+    def new_context(self) -> SessionContext:
+        return SessionContext(None, np.random.default_rng())
+
+    def from_wire(self, dtype: str, shape: list[int], buffer: memoryview) -> np.ndarray:
+        if dtype == 'bfloat16':
+            raise TypeError('the numpy engine has no bfloat16')
+        return np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
+
+    def to_wire(self, array: Any) -> tuple[str, list[int], Any]:
+        array = np.ascontiguousarray(array)
+        return array.dtype.name, list(array.shape), array
+
+    def nbytes(self, array: Any) -> int:
+        return int(np.asarray(array).nbytes)
+
+    def describe(self) -> str:
+        return 'cpu (numpy)'
+
+def make_engine(name: str, device: str | None = None) -> TorchEngine | NumpyEngine:
+    if name == 'torch':
+        return TorchEngine(device)
+    if name == 'numpy':
+        return NumpyEngine()
+    raise ValueError(f'unknown engine {name!r}: choose torch or numpy')

@@ -1,0 +1,58 @@
+"""Fragments: the pending ops a client sends in one message, in canonical form.
+
+A fragment's structure names no client ids: an operand is `k >= 0` for the k-th value
+the fragment defines, or `-1 - k` for its k-th external input. So a training loop sends
+byte-identical structures, and the dispatcher can key its compiled plans on the bytes.
+"""
+
+from dataclasses import dataclass
+
+import msgpack
+
+from gt.ir import OPS, Graph, Node, Value
+from gt.ir.placement import Placement
+
+
+class FragmentError(ValueError):
+    """A fragment the dispatcher cannot build: bad op, bad operand or ill-typed."""
+
+
+@dataclass(frozen=True)
+class DecodedFragment:
+    graph: Graph
+    defined: list[Value]  # by fragment-local index
+    kept: list[int]  # fragment-local indices the client still holds
+
+
+def encode_structure(records: list, kept: list[int]) -> bytes:
+    """`records` are `[op, operands, attrs, scope]` lists."""
+    return msgpack.packb((records, kept), use_bin_type=True)
+
+
+def decode_structure(
+    structure: bytes, external_types: list[tuple[tuple[int, ...], str, Placement | None]]
+) -> DecodedFragment:
+    """Rebuild the fragment as a Graph, re-deriving every type from the op table."""
+    try:
+        records, kept = msgpack.unpackb(structure, raw=False, strict_map_key=False)
+    except Exception:
+        raise FragmentError('fragment is not valid msgpack') from None
+    inputs = tuple(Value(tuple(shape), dtype, placement) for shape, dtype, placement in external_types)
+    defined: list[Value] = []
+    nodes = []
+    for position, record in enumerate(records):
+        try:
+            op, operands, attrs, scope = record
+            row = OPS[op]
+            values = tuple(defined[k] if k >= 0 else inputs[-1 - k] for k in operands)
+            types = row.infer(tuple(v.type for v in values), **attrs)
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            raise FragmentError(f'fragment node {position}: {error}') from None
+        outputs = tuple(Value(tuple(t.shape), t.dtype) for t in types)
+        defined.extend(outputs)
+        nodes.append(Node(op, values, outputs, attrs, scope, location=position))
+    try:
+        outputs = tuple(defined[k] for k in kept)
+    except (IndexError, TypeError):
+        raise FragmentError('fragment keeps a value it does not define') from None
+    return DecodedFragment(Graph(inputs, tuple(nodes), outputs), defined, list(kept))

@@ -1,0 +1,54 @@
+"""The auto-started local server: a dispatcher and N workers as child processes.
+
+It binds an ipc:// socket in a private directory (so two scripts never collide), and
+stops every child and removes the directory when the script exits. If the script is
+killed outright, the children notice their parent is gone and stop themselves.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+STOP_SECONDS = 5.0
+
+
+class LocalServer:
+    def __init__(self, workers: int = 1):
+        self.runtime_dir = tempfile.mkdtemp(prefix='gt-')
+        self.endpoint = f'ipc://{self.runtime_dir}/dispatcher.ipc'
+        parent = ['--exit-with-parent', str(os.getpid())]
+        env = dict(os.environ)
+        # Several local workers would each take every core; share them out instead.
+        env.setdefault('GT_WORKER_THREADS', str(max(1, (os.cpu_count() or 1) // workers)))
+        self.processes = [subprocess.Popen(
+            [sys.executable, '-m', 'gt.server', '--endpoint', self.endpoint,
+             '--runtime-dir', self.runtime_dir, *parent], env=env)]
+        for _ in range(workers):
+            self.processes.append(subprocess.Popen(
+                [sys.executable, '-m', 'gt.worker', '--endpoint', self.endpoint, *parent],
+                env=env))
+
+    def check_alive(self) -> None:
+        for process in self.processes:
+            if process.poll() is not None:
+                raise ConnectionError(
+                    f'the auto-started GT server process {process.args[2]} (pid {process.pid}) '
+                    f'exited with code {process.returncode}')
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + STOP_SECONDS
+        for process in self.processes:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        # The dispatcher removes this itself; this covers a dispatcher that was killed.
+        import shutil
+
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)

@@ -1,0 +1,93 @@
+"""Worker programs: how the dispatcher encodes one worker's graph, and how the worker runs it.
+
+Slots number the program's values: its inputs first, then each instruction's results in
+order. A program names no client ids, so one encoding serves every fragment with the
+same structure; the worker decodes it once and keeps it by id.
+"""
+
+from typing import Any
+
+import msgpack
+
+from gt.ir import OPS, Graph
+
+
+def encode_program(graph: Graph, local_index: dict[int, int]) -> bytes:
+    """`local_index` maps each kept value (by `id`) to its fragment-local index. Each
+    instruction carries its node's location, so that an error can name the client op."""
+    slot: dict[int, int] = {id(value): index for index, value in enumerate(graph.inputs)}
+    instructions = []
+    for node in graph.nodes:
+        instructions.append((node.op, [slot[id(v)] for v in node.inputs], node.attrs,
+                             len(node.outputs), node.location))
+        for value in node.outputs:
+            slot[id(value)] = len(slot)
+    keep = [(slot[id(value)], local_index[id(value)]) for value in graph.outputs]
+    return msgpack.packb((instructions, len(graph.inputs), keep), use_bin_type=True)
+
+
+class Failed:
+    """Stands in for a value whose op raised, so that only its dependents fail.
+
+    `report` is `[base, location, op, message]`: the fragment and position of the client
+    op that failed, which the client turns back into the user's file and line.
+    """
+
+    __slots__ = ('report',)
+
+    def __init__(self, report: list):
+        self.report = report
+
+
+class Program:
+    """A decoded program, ready to run many times with different inputs."""
+
+    def __init__(self, encoded: bytes, implementation: Any):
+        instructions, self.n_inputs, keep = msgpack.unpackb(encoded, raw=False, strict_map_key=False)
+        self.keep = [tuple(pair) for pair in keep]
+        self.steps = []
+        self.first_output_slot = []
+        self.locations = []
+        slot = self.n_inputs
+        for op, in_slots, attrs, n_outputs, location in instructions:
+            row = OPS[op]
+            self.steps.append((implementation(row), row.source, in_slots, attrs, n_outputs, op))
+            self.first_output_slot.append(slot)
+            self.locations.append(location)
+            slot += n_outputs
+
+    def run(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
+        """Return the slots, and the reports of ops that failed."""
+        env = list(inputs)
+        try:
+            for index, (run, source, in_slots, attrs, n_outputs, op) in enumerate(self.steps):
+                args = [env[s] for s in in_slots]
+                result = run(context, *args, **attrs) if source else run(*args, **attrs)
+                if n_outputs == 1:
+                    env.append(result)
+                elif n_outputs:
+                    env.extend(result)
+        except Exception:
+            return self._run_guarded(env, index, context, base)
+        return env, []
+
+    def _run_guarded(self, env: list, start: int, context: Any, base: int) -> tuple[list, list]:
+        """The slow path after a failure: a failed input makes its dependents fail too."""
+        del env[self.first_output_slot[start]:]
+        errors = []
+        for index in range(start, len(self.steps)):
+            run, source, in_slots, attrs, n_outputs, op = self.steps[index]
+            args = [env[s] for s in in_slots]
+            failed = next((a for a in args if isinstance(a, Failed)), None)
+            if failed is None:
+                try:
+                    result = run(context, *args, **attrs) if source else run(*args, **attrs)
+                    results = [result] if n_outputs == 1 else list(result or ())
+                    env.extend(results)
+                    continue
+                except Exception as error:
+                    message = f'{type(error).__name__}: {error}'
+                    failed = Failed([base, self.locations[index], op, message])
+                    errors.append(failed.report)
+            env.extend([failed] * n_outputs)
+        return env, errors

@@ -1,0 +1,155 @@
+"""Every message GT sends, one frozen record per kind, and how records go on the wire.
+
+A message is a multipart ZeroMQ message: one msgpack header frame `[kind, *fields]`,
+then raw tensor buffers, sent without copying. Nothing received is ever unpickled: a
+header decodes to plain lists, numbers, strings and bytes, then into its record.
+"""
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import msgpack
+
+
+class ProtocolError(ValueError):
+    """A message that is not one of GT's."""
+
+
+# ---- client -> dispatcher --------------------------------------------------------------
+@dataclass(frozen=True)
+class Hello:
+    client: str  # a description for logs and stats, e.g. "host:pid"
+    wait_for_workers: int  # answer only once this many workers have registered
+
+
+@dataclass(frozen=True)
+class Submit:
+    """A flushed fragment (may be empty), values the client freed, and values to fetch.
+
+    `structure` is the canonical encoding of the fragment (see gt.runtime.fragment); the
+    fragment defines client ids `base, base+1, ...`; `externals` are the ids of earlier
+    values it reads. Data for `from_numpy` nodes follows as frames. When `fetch` is not
+    empty the dispatcher answers with `Fetched(request, ...)`.
+    """
+
+    structure: bytes
+    base: int
+    externals: list[int]
+    releases: list[int]
+    fetch: list[int]
+    request: int
+
+
+@dataclass(frozen=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True)
+class StatsRequest:
+    request: int
+
+
+@dataclass(frozen=True)
+class Goodbye:
+    pass
+
+
+# ---- dispatcher -> client --------------------------------------------------------------
+@dataclass(frozen=True)
+class Welcome:
+    session: int
+    workers: list[dict]
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Pong:
+    pass
+
+
+# ---- dispatcher -> worker --------------------------------------------------------------
+@dataclass(frozen=True)
+class RunProgram:
+    """Run program `program_id` (its encoding comes along the first time) for a session.
+
+    The program reads `externals` (the session's value ids) and defines client ids
+    `base + k` for the fragment-local indices k it keeps. Releases are applied first,
+    fetches last; data frames follow the header.
+    """
+
+    session: int
+    program_id: int
+    program: bytes | None
+    base: int
+    externals: list[int]
+    releases: list[int]
+    fetch: list[int]
+    request: int
+
+
+@dataclass(frozen=True)
+class EndSession:
+    session: int
+
+
+# ---- worker -> dispatcher --------------------------------------------------------------
+@dataclass(frozen=True)
+class Register:
+    name: str
+    device: str
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    worker: bytes  # the worker's main socket identity
+
+
+# ---- both directions between dispatcher and the others ---------------------------------
+@dataclass(frozen=True)
+class Fetched:
+    """Fetched tensors as `[dtype, shape]` headers, one frame each; `errors` are runtime
+    errors found since the last fetch, as `[base, location, op, message]`: the
+    fragment and position of the client op that failed (None when unknown)."""
+
+    request: int
+    tensors: list[list]
+    errors: list[list]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Per-worker statistics; from the dispatcher also its own, under `dispatcher`."""
+
+    request: int
+    workers: list[dict]
+    dispatcher: dict
+
+
+MESSAGES = [
+    Hello, Submit, Ping, StatsRequest, Goodbye, Welcome, Refused, Pong, RunProgram, EndSession,
+    Register, Heartbeat, Fetched, Stats,
+]
+_KIND = {message: index for index, message in enumerate(MESSAGES)}
+_ARITY = {message: len(fields(message)) for message in MESSAGES}
+
+
+def encode(message: Any) -> bytes:
+    return msgpack.packb((_KIND[type(message)], *vars(message).values()), use_bin_type=True)
+
+
+def decode(header: bytes) -> Any:
+    try:
+        kind, *values = msgpack.unpackb(header, raw=False, strict_map_key=False)
+        message = MESSAGES[kind]
+    except Exception as error:
+        raise ProtocolError(f'not a GT message ({type(error).__name__})') from None
+    if not isinstance(kind, int) or kind < 0 or len(values) != _ARITY[message]:
+        raise ProtocolError(f'malformed {message.__name__} message')
+    return message(*values)

@@ -1,0 +1,68 @@
+"""ZeroMQ plumbing shared by the client, dispatcher and worker: addresses, sockets,
+and sending a record with its tensor frames."""
+
+import os
+import signal
+import threading
+from typing import Any
+
+import zmq
+
+from gt.runtime.protocol import decode, encode
+
+
+def endpoint_for(address: str) -> str:
+    """`'localhost:12345'` -> `'tcp://127.0.0.1:12345'`; full ZeroMQ endpoints pass through."""
+    if '://' in address:
+        return address
+    host, separator, port = address.rpartition(':')
+    if not separator or not port.isdigit():
+        raise ValueError(f'expected an address like "localhost:12345", got {address!r}')
+    if host in ('', 'localhost'):
+        host = '127.0.0.1'
+    return f'tcp://{host}:{port}'
+
+
+def dealer(endpoint: str, identity: bytes | None = None) -> zmq.Socket:
+    socket = zmq.Context.instance().socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    if identity is not None:
+        socket.setsockopt(zmq.IDENTITY, identity)
+    socket.connect(endpoint)
+    return socket
+
+
+def send(socket: zmq.Socket, message: Any, frames: list = (), to: bytes | None = None) -> None:
+    parts = [encode(message), *frames]
+    if to is not None:
+        parts.insert(0, to)
+    socket.send_multipart(parts, copy=False)
+
+
+def receive(socket: zmq.Socket) -> tuple[Any, list]:
+    """A DEALER's next message: `(record, frames)`."""
+    header, *frames = socket.recv_multipart(copy=False)
+    return decode(header.bytes), frames
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """End this process when `parent_pid` ends, even if the parent was killed outright.
+
+    The auto-started server's processes must not outlive the script that started them.
+    """
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent_pid:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            threading.Event().wait(0.5)
+
+    threading.Thread(target=watch, daemon=True, name='gt-parent-watch').start()
+
+
+def terminate_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so that `finally` blocks clean up."""
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)

@@ -1,0 +1,136 @@
+"""The worker: holds tensors keyed by (session, value id) and runs the programs the
+dispatcher sends, in order, with one engine on one device."""
+
+import os
+import socket as sockets
+import threading
+import uuid
+from typing import Any
+
+import msgpack
+import zmq
+
+from gt.runtime.engines import make_engine
+from gt.runtime.program import Failed, Program
+from gt.runtime.protocol import (
+    EndSession,
+    Fetched,
+    Heartbeat,
+    ProtocolError,
+    Register,
+    RunProgram,
+    Stats,
+    StatsRequest,
+)
+from gt.runtime.transport import dealer, receive, send
+
+HEARTBEAT_SECONDS = 0.5
+
+
+class Worker:
+    def __init__(self, endpoint: str, engine: str = 'torch', device: str | None = None):
+        self.endpoint = endpoint
+        self.engine = make_engine(engine, device)
+        self.identity = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'.encode()
+        self.socket = dealer(endpoint, self.identity)
+        self.values: dict[int, dict[int, Any]] = {}
+        self.contexts: dict[int, Any] = {}
+        self.errors: dict[int, list] = {}
+        self.programs: dict[int, Program] = {}
+        self.ops_run = 0
+        self.programs_run = 0
+        self.handlers = {
+            RunProgram: self.run_program,
+            EndSession: self.end_session,
+            StatsRequest: self.report_stats,
+        }
+
+    def serve_forever(self) -> None:
+        send(self.socket, Register(self.identity.decode(), self.engine.describe(),
+                                   sockets.gethostname(), os.getpid()))
+        threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
+        while True:
+            try:
+                message, frames = receive(self.socket)
+            except ProtocolError:
+                continue  # the dispatcher never sends these; drop noise rather than die
+            self.handlers[type(message)](message, frames)
+
+    def _beat(self) -> None:
+        heartbeat = dealer(self.endpoint)
+        while True:
+            send(heartbeat, Heartbeat(self.identity))
+            threading.Event().wait(HEARTBEAT_SECONDS)
+
+    def run_program(self, message: RunProgram, frames: list) -> None:
+        session = message.session
+        values = self.values.setdefault(session, {})
+        for value_id in message.releases:
+            values.pop(value_id, None)
+        if message.program_id >= 0:
+            self._run(message, values, frames)
+        if message.fetch:
+            self._fetch(message, values)
+
+    def _run(self, message: RunProgram, values: dict, frames: list) -> None:
+        if message.program is not None:
+            self.programs[message.program_id] = Program(message.program, self.engine.implementation)
+        program = self.programs[message.program_id]
+        context = self.contexts.get(message.session) or self.contexts.setdefault(
+            message.session, self.engine.new_context())
+        context.data = [self.engine.from_wire(dtype, shape, frame.buffer)
+                        for (dtype, shape), frame in zip(_data_headers(frames), frames[1:])]
+        inputs = [values[value_id] if value_id in values else _missing(value_id)
+                  for value_id in message.externals]
+        env, errors = program.run(inputs, context, message.base)
+        context.data = []
+        for slot, local in program.keep:
+            values[message.base + local] = env[slot]
+        if errors:
+            self.errors.setdefault(message.session, []).extend(errors)
+        self.ops_run += len(program.steps)
+        self.programs_run += 1
+
+    def _fetch(self, message: RunProgram, values: dict) -> None:
+        headers, frames, errors = [], [], self.errors.pop(message.session, [])
+        for value_id in message.fetch:
+            value = values.get(value_id)
+            if value is None or isinstance(value, Failed):
+                headers.append(None)
+                failed = value or _missing(value_id)
+                if failed.report not in errors:
+                    errors.append(failed.report)
+                continue
+            dtype, shape, array = self.engine.to_wire(value)
+            headers.append([dtype, shape])
+            frames.append(memoryview(array).cast('B') if array.size else b'')
+        send(self.socket, Fetched(message.request, headers, errors), frames)
+
+    def end_session(self, message: EndSession, frames: list) -> None:
+        self.values.pop(message.session, None)
+        self.contexts.pop(message.session, None)
+        self.errors.pop(message.session, None)
+
+    def report_stats(self, message: StatsRequest, frames: list) -> None:
+        live = [value for session in self.values.values() for value in session.values()
+                if not isinstance(value, Failed)]
+        stats = {
+            'name': self.identity.decode(), 'device': self.engine.describe(),
+            'engine': self.engine.name, 'pid': os.getpid(),
+            'tensors': len(live), 'bytes': sum(self.engine.nbytes(v) for v in live),
+            'ops': self.ops_run, 'programs_run': self.programs_run,
+            'programs_cached': len(self.programs), 'sessions': len(self.values),
+        }
+        send(self.socket, Stats(message.request, [stats], {}))
+
+
+def _data_headers(frames: list) -> list:
+    """Data frames come after one frame of msgpack'd `[dtype, shape]` headers."""
+    return msgpack.unpackb(frames[0].bytes, raw=False) if frames else []
+
+
+def _missing(value_id: int) -> Failed:
+    message = f'value {value_id} is not on this worker (freed, or never computed)'
+    return Failed([None, None, 'read', message])
+
+

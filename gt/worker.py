@@ -1,0 +1,36 @@
+"""`python -m gt.worker --host H -p PORT`: run one GT worker (start one per GPU)."""
+
+import argparse
+import os
+
+from gt.runtime.transport import endpoint_for, exit_with_parent, terminate_on_sigterm
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog='python -m gt.worker', description=__doc__)
+    parser.add_argument('--host', default='localhost', help="the dispatcher's host")
+    parser.add_argument('-p', '--port', type=int, default=12345, help="the dispatcher's port")
+    parser.add_argument('--endpoint', help='a ZeroMQ endpoint to connect to instead')
+    parser.add_argument('--backend', choices=['torch', 'numpy'], default='torch',
+                        help='engine that runs ops (default torch)')
+    parser.add_argument('--device', help='torch device, e.g. cpu or cuda:1 (default: cuda if '
+                        'available, else cpu; CUDA_VISIBLE_DEVICES is respected)')
+    parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    terminate_on_sigterm()
+    if args.exit_with_parent:
+        exit_with_parent(args.exit_with_parent)
+    endpoint = args.endpoint or endpoint_for(f'{args.host}:{args.port}')
+    from gt.runtime.worker import Worker
+
+    worker = Worker(endpoint, args.backend, args.device)
+    if os.environ.get('GT_VERBOSE') == '1':
+        print(f'gt.worker: {worker.engine.describe()} connected to {endpoint}', flush=True)
+    try:
+        worker.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == '__main__':
+    main()
