@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from gt import autograd
+from gt.autograd import grad_mode
 from gt.indexing import normalize_index
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
@@ -357,18 +358,29 @@ class Tensor:
 
 
 # ---- recording ops -------------------------------------------------------------------------
+# Type rules of attribute-free ops, memoized: loops apply the same op to the same types.
+_inferred: dict[tuple, tuple] = {}
+
+
 def apply(op: str, inputs: list[Tensor], n_outputs: int = 1, **attrs: Any) -> Any:
     """Record `op` on `inputs`; return the result tensor (or a list of them)."""
-    types = OPS[op].infer(tuple(t._type for t in inputs), **attrs)
+    input_types = tuple([t._type for t in inputs])
+    if attrs:
+        types = OPS[op].infer(input_types, **attrs)
+    else:
+        key = (op, input_types)
+        types = _inferred.get(key)
+        if types is None:
+            types = _inferred[key] = OPS[op].infer(input_types)
     client = inputs[0]._client if inputs else connection.current()
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
     if len(types) == 1:
         out = Tensor(first, types[0], client)
-        if autograd.grad_mode.enabled:
+        if grad_mode.enabled and any([t.requires_grad for t in inputs]):
             autograd.record(op, inputs, [out], attrs)
         return out
     outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
-    if autograd.grad_mode.enabled:
+    if grad_mode.enabled and any([t.requires_grad for t in inputs]):
         autograd.record(op, inputs, outputs, attrs)
     return outputs
 

@@ -41,7 +41,10 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
 def normalize_dims(
     op: str, dim: int | tuple[int, ...] | list[int] | None, ndim: int
 ) -> tuple[int, ...]:
-    """The reduced dims, sorted; None (or an empty list, as torch treats it) means all."""
+    """The reduced dims, sorted; None (or an empty list, as torch treats it) means all.
+
+    Plain values (not lists) of -1 and 0 name the one "dimension" of a 0-d tensor.
+    """
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -52,7 +55,7 @@ def normalize_dims(
     normalized = tuple(sorted(normalize_dim(op, d, ndim) for d in dims))
     if len(set(normalized)) != len(normalized):
         raise ValueError(f'{op}: dim {list(dims)} names a dimension twice')
-    return normalized
+    return normalized if ndim else ()  # a 0-d tensor accepts dim 0 but has no axis
 
 
 def reduced_shape(

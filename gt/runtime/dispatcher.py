@@ -5,6 +5,7 @@ fragment is planned once per structure (gt.runtime.planner) and sent to each wor
 one message; the client never waits for that. Fetches are the only round trips.
 """
 
+import gc
 import os
 import shutil
 import time
@@ -102,6 +103,7 @@ class Dispatcher:
 
     # ---- the loop ------------------------------------------------------------------------
     def serve_forever(self) -> None:
+        gc.freeze()  # keep full collections from rescanning imported objects
         try:
             while True:
                 if self.socket.poll(200):
@@ -165,15 +167,16 @@ class Dispatcher:
                 self._reply_error(session, message.request)
 
     def _submit(self, session: Session, message: Submit, frames: list) -> None:
+        work: dict[int, dict] = {}
+        if message.structure:
+            self._plan_and_run(session, message, frames, work)
+        # After planning: the fragment may read values the client freed since recording it.
         releases_by_worker: dict[int, list[int]] = {}
         for value_id in message.releases:
             entry = session.values.pop(value_id, None)
             if entry is not None:
                 for worker in entry[2].workers:
                     releases_by_worker.setdefault(worker, []).append(value_id)
-        work: dict[int, dict] = {}
-        if message.structure:
-            self._plan_and_run(session, message, frames, work)
         fetch_by_worker: dict[int, list[int]] = {}
         for value_id in message.fetch:
             entry = session.values.get(value_id)

@@ -78,8 +78,8 @@ class RunProgram:
     """Run program `program_id` (its encoding comes along the first time) for a session.
 
     The program reads `externals` (the session's value ids) and defines client ids
-    `base + k` for the fragment-local indices k it keeps. Releases are applied first,
-    fetches last; data frames follow the header.
+    `base + k` for the fragment-local indices k it keeps. Releases are applied after the
+    run, fetches last; data frames follow the header.
     """
 
     session: int

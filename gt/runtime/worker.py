@@ -1,6 +1,7 @@
 """The worker: holds tensors keyed by (session, value id) and runs the programs the
 dispatcher sends, in order, with one engine on one device."""
 
+import gc
 import os
 import socket as sockets
 import threading
@@ -46,6 +47,7 @@ class Worker:
         }
 
     def serve_forever(self) -> None:
+        gc.freeze()  # keep full collections from rescanning torch's objects mid-program
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
                                    sockets.gethostname(), os.getpid()))
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
@@ -65,10 +67,11 @@ class Worker:
     def run_program(self, message: RunProgram, frames: list) -> None:
         session = message.session
         values = self.values.setdefault(session, {})
-        for value_id in message.releases:
-            values.pop(value_id, None)
         if message.program_id >= 0:
             self._run(message, values, frames)
+        # Releases come after the run: the fragment may read a value freed since it was recorded.
+        for value_id in message.releases:
+            values.pop(value_id, None)
         if message.fetch:
             self._fetch(message, values)
 

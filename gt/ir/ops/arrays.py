@@ -4,6 +4,8 @@ numpy promotes types differently (int64 + float32 is float64 there) and reduces 
 floats in half precision; these helpers apply torch's rules before numpy runs.
 """
 
+import functools
+
 import numpy as np
 
 from gt.ir.dtypes import DIMENSIONED, FLOATING, ZERO_DIM, result_type
@@ -37,3 +39,12 @@ def axis(x: np.ndarray, dim: int | list[int] | None) -> int | tuple[int, ...] | 
     if isinstance(dim, int):
         return dim
     return tuple(dim) or None
+
+
+def quiet(fn):
+    """Run a numpy row without floating point warnings: torch gives NaN and inf silently."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with np.errstate(all='ignore'):
+            return fn(*args, **kwargs)
+    return run

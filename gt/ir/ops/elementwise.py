@@ -46,11 +46,13 @@ def _where_type(types):
 
 def _np_promoted(fn):
     """A numpy binary ufunc run on operands promoted as torch promotes them."""
+    @arrays.quiet
     def run(a, b):
         return np.asarray(fn(*arrays.promoted(a, b)))
     return run
 
 
+@arrays.quiet
 def _np_divide(a, b):
     a, b = arrays.promoted(a, b)
     return np.asarray(np.true_divide(arrays.floating(a), arrays.floating(b)))

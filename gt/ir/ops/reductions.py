@@ -101,6 +101,7 @@ def _amin(x, dim, keepdim):
 
 
 def _np_reduce(fn):
+    @arrays.quiet
     def run(x, dim, keepdim, **attrs):
         out = fn(arrays.wide(x), axis=arrays.axis(x, dim), keepdims=keepdim, **attrs)
         return np.asarray(out).astype(x.dtype)
@@ -139,15 +140,17 @@ def _np_arg(fn):
     return run
 
 
+@arrays.quiet
 def _np_log_softmax(x, dim):
     wide = arrays.wide(x).reshape(x.shape or (1,))
-    shifted = wide - np.max(wide, axis=dim, keepdims=True)
+    shifted = wide - np.max(wide, axis=dim, keepdims=True, initial=-np.inf)
     out = shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
     return out.reshape(x.shape).astype(x.dtype)
 
 
+@arrays.quiet
 def _np_softmax(x, dim):
-    return np.exp(_np_log_softmax(arrays.wide(x), dim)).astype(x.dtype)
+    return np.asarray(np.exp(_np_log_softmax(arrays.wide(x), dim))).astype(x.dtype)
 
 
 ROWS = [

@@ -74,6 +74,7 @@ def _cast_type(types, dtype):
 
 def _np_floating(fn):
     """Run `fn` in at least float32 and return the dtype torch returns."""
+    @arrays.quiet
     def run(x):
         x = arrays.floating(x)
         return np.asarray(fn(arrays.wide(x))).astype(x.dtype)
