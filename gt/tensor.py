@@ -374,15 +374,28 @@ def apply(op: str, inputs: list[Tensor], n_outputs: int = 1, **attrs: Any) -> An
             types = _inferred[key] = OPS[op].infer(input_types)
     client = inputs[0]._client if inputs else connection.current()
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
-    if len(types) == 1:
-        out = Tensor(first, types[0], client)
-        if grad_mode.enabled and any([t.requires_grad for t in inputs]):
-            autograd.record(op, inputs, [out], attrs)
-        return out
     outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
-    if grad_mode.enabled and any([t.requires_grad for t in inputs]):
-        autograd.record(op, inputs, outputs, attrs)
-    return outputs
+    if grad_mode.enabled:
+        for tensor in inputs:
+            if tensor.requires_grad:
+                autograd.record(op, inputs, outputs, attrs)
+                break
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
+    """`apply` for the commonest case, two tensors and no attributes, kept lean because
+    elementwise loops run through it."""
+    key = (op, left._type, right._type)
+    types = _inferred.get(key)
+    if types is None:
+        types = _inferred[key] = OPS[op].infer((left._type, right._type))
+    client = left._client
+    out = Tensor(client.record(op, [left._id, right._id], {}, 1, current_scope()), types[0],
+                 client)
+    if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
+        autograd.record(op, [left, right], [out], {})
+    return out
 
 
 def creation(op: str, shape: tuple[int, ...], dtype: str, requires_grad: bool = False,
@@ -394,11 +407,10 @@ def creation(op: str, shape: tuple[int, ...], dtype: str, requires_grad: bool = 
 
 
 def binary(op: str, left: Any, right: Any) -> Tensor:
-    if isinstance(left, Tensor) and isinstance(right, Tensor):
-        return apply(op, [left, right])
-    tensor = left if isinstance(left, Tensor) else right
-    left, right = as_tensor(left, like=tensor), as_tensor(right, like=tensor)
-    return apply(op, [left, right])
+    if type(left) is not Tensor or type(right) is not Tensor:
+        tensor = left if isinstance(left, Tensor) else right
+        left, right = as_tensor(left, like=tensor), as_tensor(right, like=tensor)
+    return apply_binary(op, left, right)
 
 
 def as_tensor(value: Any, like: Tensor | None = None) -> Tensor:

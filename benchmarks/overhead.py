@@ -1,0 +1,58 @@
+"""GT's overhead against plain PyTorch eager, in one run: `python benchmarks/overhead.py`.
+
+1. A chain of 1000 small ops (`c = c + a` on 4x4 tensors) and one fetch: GT records the
+   ops locally and sends them in a few messages, so it must stay within 3x of torch.
+2. A 1000x1000 matmul of tensors made on the worker, plus fetching the result: the
+   work dominates, so GT must stay within 1.3x.
+"""
+
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gt  # noqa: E402
+from common import measure, report  # noqa: E402
+
+CHAIN = 1000
+
+
+def torch_chain() -> None:
+    a, c = torch.randn(4, 4), torch.randn(4, 4)
+    for _ in range(CHAIN):
+        c = c + a
+    c.numpy()
+
+
+def gt_chain(a: gt.Tensor, start: gt.Tensor) -> None:
+    c = start
+    for _ in range(CHAIN):
+        c = c + a
+    c.numpy()
+
+
+def torch_matmul() -> None:
+    a, b = torch.randn(1000, 1000), torch.randn(1000, 1000)
+    (a @ b).numpy()
+
+
+def gt_matmul() -> None:
+    a, b = gt.randn(1000, 1000), gt.randn(1000, 1000)
+    (a @ b).numpy()
+
+
+def main() -> int:
+    a, c = gt.randn(4, 4), gt.randn(4, 4)
+    c.numpy()  # start the server before timing
+    ok = report(f'{CHAIN}-op chain on 4x4, one fetch', measure(torch_chain),
+                measure(lambda: gt_chain(a, c)), 3.0)
+    ok &= report('1000x1000 matmul + fetch', measure(torch_matmul, repeats=10),
+                 measure(gt_matmul, repeats=10), 1.3)
+    stats = gt.debug.get_dispatcher_stats()
+    print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
