@@ -1,10 +1,18 @@
-"""Tape autograd. Recording an op on tensors that require grad adds a tape entry that
-names the op; `backward()` walks the tape and emits gradient ops from the op table's
-gradient rules into the same lazy graph, so a training step stays one fragment."""
+"""Tape autograd with PyTorch's semantics.
 
+Recording an op on tensors that require grad adds a `TapeNode` that names the op and
+holds its inputs. `backward()` walks the tape in reverse and calls each op's gradient
+rule from the op table; the rules emit ordinary ops, so gradients are more nodes in the
+same lazy graph and a whole training step stays one fragment. Gradients are summed over
+broadcast dimensions and accumulate into leaves' `.grad`, as in torch.
+"""
+
+import itertools
 import threading
-from contextlib import contextmanager
-from typing import Any, Iterator
+import weakref
+from typing import Any, Callable
+
+from gt.ir import OPS
 
 
 class _GradMode(threading.local):
@@ -14,65 +22,216 @@ class _GradMode(threading.local):
 grad_mode = _GradMode()
 
 
-def is_enabled() -> bool:
+def is_grad_enabled() -> bool:
     return grad_mode.enabled
 
 
-@contextmanager
-def set_grad_enabled(mode: bool) -> Iterator[None]:
-    previous, grad_mode.enabled = grad_mode.enabled, bool(mode)
-    try:
-        yield
-    finally:
-        grad_mode.enabled = previous
+class set_grad_enabled:
+    """`with gt.set_grad_enabled(False):`, or called plainly to set the mode, as in torch."""
+
+    def __init__(self, mode: bool):
+        self.previous = grad_mode.enabled
+        grad_mode.enabled = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        grad_mode.enabled = self.previous
 
 
-def no_grad():
-    return set_grad_enabled(False)
+class no_grad:
+    """Ops recorded inside record no tape (optimizer updates, evaluation)."""
+
+    def __enter__(self) -> None:
+        self.previous, grad_mode.enabled = grad_mode.enabled, False
+
+    def __exit__(self, *exc: Any) -> None:
+        grad_mode.enabled = self.previous
+
+    def __call__(self, function: Callable) -> Callable:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with no_grad():
+                return function(*args, **kwargs)
+        return wrapper
 
 
-def enable_grad():
-    return set_grad_enabled(True)
+class enable_grad(no_grad):
+    def __enter__(self) -> None:
+        self.previous, grad_mode.enabled = grad_mode.enabled, True
+
+
+_sequence = itertools.count()
+# Live tape nodes, for gt.debug.print_tape(); weak, so the tape dies with its tensors.
+live_nodes: 'weakref.WeakValueDictionary[int, TapeNode]' = weakref.WeakValueDictionary()
 
 
 class TapeNode:
-    """One recorded op: what to differentiate, and the tensors it read and made."""
+    """One recorded op: its inputs (kept alive for the backward pass), attrs, and the
+    ids of the values it made. Outputs are not referenced, so no cycles form."""
 
-    __slots__ = ('op', 'inputs', 'outputs', 'attrs', 'name', 'freed')
+    __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'sequence', 'freed',
+                 '__weakref__')
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
         self.inputs = inputs
-        self.outputs = outputs
+        self.input_ids = [t._id for t in inputs]  # to notice inputs updated in place later
         self.attrs = attrs
-        self.name = f'{op.capitalize()}Backward'
+        self.output_ids = [out._id for out in outputs]
+        self.sequence = next(_sequence)
         self.freed = False
+        live_nodes[self.sequence] = self
+
+    @property
+    def name(self) -> str:
+        return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward'
 
     def rebind_output(self, old: Any, new: Any) -> None:
-        self.outputs = [new if out is old else out for out in self.outputs]
+        """An in-place update moved this node's output from tensor `old` to `new`."""
+        self.output_ids = [new._id if i == old._id else i for i in self.output_ids]
 
 
 def record(op: str, inputs: list, outputs: list, attrs: dict) -> None:
-    for tensor in inputs:
-        if tensor.requires_grad:
-            break
-    else:
-        return
+    """Called for ops on tensors that require grad, with grad mode on."""
+    if OPS[op].grad is None:
+        return  # comparisons, argmax, casts to integers...: results carry no gradient
     node = TapeNode(op, inputs, outputs, attrs)
     for out in outputs:
-        out.requires_grad = True
-        out.grad_fn = node
+        if out._type.dtype in FLOATING:
+            out.requires_grad = True
+            out.grad_fn = node
 
 
 def set_requires_grad(tensor: Any, requires_grad: bool) -> None:
     if not tensor.is_leaf and not requires_grad:
-        raise RuntimeError('requires_grad can only be turned off on leaf tensors; use detach()')
+        raise RuntimeError('you can only change requires_grad flags of leaf tensors; '
+                           'use .detach() to get a tensor without gradients')
+    if requires_grad and tensor._type.dtype not in FLOATING:
+        raise RuntimeError(f'only floating point tensors can require gradients, not '
+                           f'{tensor._type.dtype}')
     tensor.requires_grad = requires_grad
 
 
-def check_in_place(tensor: Any) -> None:
-    """In-place updates rebind; nothing to check until gradients exist."""
+def backward(root: Any, gradient: Any = None, retain_graph: bool = False) -> None:
+    from gt.tensor import as_tensor, emit
+
+    if not root.requires_grad:
+        raise RuntimeError('backward(): the tensor does not require grad and has no grad_fn '
+                           '(did you forget requires_grad=True, or call it under no_grad?)')
+    if gradient is None:
+        if root.numel() != 1:
+            raise RuntimeError(f'backward() without a gradient works only on scalar outputs; '
+                               f'this tensor has shape {list(root.shape)}: pass '
+                               f'gradient= of that shape')
+        gradient = emit('ones', shape=list(root._type.shape), dtype=root._type.dtype)
+    else:
+        gradient = as_tensor(gradient, like=root)
+        if tuple(gradient.shape) != tuple(root.shape):
+            raise RuntimeError(f'backward(): gradient has shape {list(gradient.shape)} but the '
+                               f'tensor has shape {list(root.shape)}')
+    with no_grad():
+        if root.grad_fn is None:
+            _accumulate(root, gradient, set())
+            return
+        nodes = _reachable(root.grad_fn)
+        for node in nodes:
+            if node.freed:
+                raise RuntimeError(
+                    'trying to backward through the graph a second time (or directly access '
+                    'saved tensors after they have already been freed): pass '
+                    'retain_graph=True to the first backward() to keep it')
+            for tensor, saved_id in zip(node.inputs, node.input_ids):
+                if tensor._id != saved_id:
+                    raise RuntimeError(
+                        f'an input of {node.op} (recorded as {node.name}) was modified by an '
+                        'in-place operation after it was used; its gradient cannot be computed')
+        grads: dict[tuple[int, int], Any] = {(id(root.grad_fn), root.grad_fn.output_ids.index(
+            root._id)): gradient}
+        assigned: set[int] = set()
+        for node in nodes:
+            _step(node, grads, assigned, emit)
+        if not retain_graph:
+            for node in nodes:
+                node.freed = True
+                node.inputs = node.input_ids = []
 
 
-def backward(tensor: Any, gradient: Any = None, retain_graph: bool = False) -> None:
-    raise RuntimeError('backward() is not available yet')
+def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable) -> None:
+    outputs = [grads.pop((id(node), index), None) for index in range(len(node.output_ids))]
+    if all(grad is None for grad in outputs):
+        return
+    input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
+    for tensor, grad in zip(node.inputs, input_grads):
+        if grad is None or not tensor.requires_grad:
+            continue
+        grad = sum_to_shape(grad, tuple(tensor._type.shape), emit)
+        if grad._type.dtype != tensor._type.dtype:
+            grad = emit('cast', grad, dtype=tensor._type.dtype)
+        if tensor.grad_fn is None:
+            _accumulate(tensor, grad, assigned)
+            continue
+        key = (id(tensor.grad_fn), tensor.grad_fn.output_ids.index(tensor._id))
+        grads[key] = grad if key not in grads else emit('add', grads[key], grad)
+        if tensor._retained:
+            _accumulate(tensor, grad, assigned)
+
+
+def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
+    """Add `grad` into `tensor.grad`; each leaf gets a tensor object of its own, since an
+    in-place update of one leaf's grad must not change another's."""
+    from gt.tensor import emit
+
+    if tensor._grad is None:
+        if id(grad) in assigned:
+            grad = emit('cast', grad, dtype=grad._type.dtype)
+        assigned.add(id(grad))
+        tensor._grad = grad
+    else:
+        tensor._grad = emit('add', tensor._grad, grad)
+
+
+def _reachable(start: TapeNode) -> list[TapeNode]:
+    """Nodes reachable from `start`, latest first: a reverse topological order, since a
+    node is always recorded after the nodes that made its inputs."""
+    seen = {id(start): start}
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        for tensor in node.inputs:
+            parent = tensor.grad_fn
+            if parent is not None and id(parent) not in seen:
+                seen[id(parent)] = parent
+                stack.append(parent)
+    return sorted(seen.values(), key=lambda node: node.sequence, reverse=True)
+
+
+def sum_to_shape(grad: Any, shape: tuple[int, ...], emit: Callable) -> Any:
+    """Undo broadcasting: sum `grad` over the dims that broadcasting added or stretched."""
+    grad_shape = tuple(grad._type.shape)
+    if grad_shape == shape:
+        return grad
+    extra = len(grad_shape) - len(shape)
+    dims = list(range(extra))
+    dims += [extra + axis for axis, size in enumerate(shape)
+             if size == 1 and grad_shape[extra + axis] != 1]
+    if dims:
+        grad = emit('sum', grad, dim=dims, keepdim=True)
+    return emit('reshape', grad, shape=list(shape))
+
+
+def tape_lines() -> list[str]:
+    """The live tape, oldest first, one line per recorded op."""
+    lines = []
+    for sequence in sorted(live_nodes.keys()):
+        node = live_nodes.get(sequence)
+        if node is None:
+            continue
+        inputs = ', '.join(f'%{t._id}' for t in node.inputs) if not node.freed else 'freed'
+        outputs = ', '.join(f'%{i}' for i in node.output_ids)
+        attrs = ''.join(f', {k}={v}' for k, v in node.attrs.items())
+        lines.append(f'{node.name:<22} {outputs} = {node.op}({inputs}{attrs})')
+    return lines
+
+
+FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})

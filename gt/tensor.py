@@ -5,6 +5,7 @@ user's line. Values are only computed when something needs them (`.data`, `.nump
 `.item()`, `print`, `bool()`); in-place operators rebind the tensor to a new value.
 """
 
+import warnings
 from collections import namedtuple
 from typing import Any
 
@@ -25,7 +26,7 @@ MinMax = namedtuple('MinMax', ['values', 'indices'])
 
 
 class Tensor:
-    __slots__ = ('_id', '_type', '_client', 'requires_grad', 'grad', 'grad_fn', '_retained',
+    __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
                  '__weakref__')
 
     def __init__(self, value_id: int, type_: TensorType, client: Any):
@@ -33,7 +34,7 @@ class Tensor:
         self._type = type_
         self._client = client
         self.requires_grad = False
-        self.grad = None
+        self._grad = None
         self.grad_fn = None
         self._retained = False
 
@@ -61,6 +62,21 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    @property
+    def grad(self) -> 'Tensor | None':
+        if self._grad is None and self.grad_fn is not None and not self._retained:
+            warnings.warn(
+                'the .grad of a non-leaf tensor is not filled in by backward(); call '
+                '.retain_grad() on it first if you want it (as in PyTorch)', stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: 'Tensor | None') -> None:
+        if value is not None and tuple(value.shape) != tuple(self.shape):
+            raise RuntimeError(f'assigned grad has shape {list(value.shape)} but the tensor '
+                               f'has shape {list(self.shape)}')
+        self._grad = value
 
     def dim(self) -> int:
         return len(self._type.shape)
@@ -184,8 +200,7 @@ class Tensor:
         return self._rebind(as_tensor(source).to(self.dtype).expand(*self._type.shape))
 
     def _rebind(self, new: 'Tensor') -> 'Tensor':
-        autograd.check_in_place(self)
-        if self.requires_grad and self.is_leaf and autograd.is_enabled():
+        if self.requires_grad and self.is_leaf and grad_mode.enabled:
             raise RuntimeError('a leaf tensor that requires grad cannot be updated in place; '
                                'wrap the update in gt.no_grad()')
         self._client.release(self._id)
@@ -396,6 +411,12 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
     if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
         autograd.record(op, [left, right], [out], {})
     return out
+
+
+def emit(op: str, *operands: Any, **attrs: Any) -> Any:
+    """Record `op` on tensors or numbers; what gradient rules and gt.nn build with."""
+    like = next((x for x in operands if isinstance(x, Tensor)), None)
+    return apply(op, [as_tensor(x, like) for x in operands], **attrs)
 
 
 def creation(op: str, shape: tuple[int, ...], dtype: str, requires_grad: bool = False,
