@@ -31,6 +31,8 @@ def common_dtype(*types: TensorType) -> str:
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in [-ndim, ndim) as a non-negative index (0-d tensors accept 0 and -1)."""
     bound = max(ndim, 1)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise ValueError(f'{op}: dim must be an int, got {dim!r}')
     if not -bound <= dim < bound:
         raise ValueError(
             f'{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s)'
@@ -43,11 +45,11 @@ def normalize_dims(
 ) -> tuple[int, ...]:
     """The reduced dims, sorted; None (or an empty list, as torch treats it) means all.
 
-    Plain values (not lists) of -1 and 0 name the one "dimension" of a 0-d tensor.
+    A 0-d tensor accepts dim 0 (or -1) and has no axis to reduce.
     """
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
     if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
         raise ValueError(f'{op}: dim must be None, an int or a list of ints, got {dim!r}')
     if not dims:
@@ -55,7 +57,7 @@ def normalize_dims(
     normalized = tuple(sorted(normalize_dim(op, d, ndim) for d in dims))
     if len(set(normalized)) != len(normalized):
         raise ValueError(f'{op}: dim {list(dims)} names a dimension twice')
-    return normalized if ndim else ()  # a 0-d tensor accepts dim 0 but has no axis
+    return normalized if ndim else ()
 
 
 def reduced_shape(
@@ -92,9 +94,9 @@ def forbid_bool(op: str, *types: TensorType) -> None:
             raise TypeError(f'{op}: not supported for bool tensors')
 
 
-def check_shape(op: str, shape: object) -> tuple[int, ...]:
+def check_shape(op: str, shape: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     """A size list from attrs (a list after msgpack) as a tuple of non-negative ints."""
-    sizes = tuple(shape)  # type: ignore[arg-type]
+    sizes = tuple(shape)
     if any(not isinstance(size, int) or isinstance(size, bool) or size < 0 for size in sizes):
         raise ValueError(f'{op}: sizes must be non-negative integers, got {list(sizes)}')
     return sizes

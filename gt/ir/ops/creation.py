@@ -110,10 +110,12 @@ def _data(ctx, shape, dtype, slot):
 
 def _torch_manual_seed(ctx, seed):
     ctx.generator.manual_seed(seed)
+    return ()  # no outputs
 
 
 def _numpy_manual_seed(ctx, seed):
     ctx.reseed(seed)
+    return ()
 
 
 ROWS = [

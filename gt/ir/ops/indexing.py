@@ -118,7 +118,10 @@ def _setitem(x, value, index):
 
 def _np_setitem(x, value, index):
     out = x.copy()
-    out[index_key(index)] = value
+    key = index_key(index)
+    # A trailing ellipsis makes numpy assign into a 0-d view rather than one element, so
+    # a value of shape [1] broadcasts as it does in torch.
+    out[key if Ellipsis in key else key + (Ellipsis,)] = value
     return out
 
 

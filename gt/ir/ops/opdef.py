@@ -19,9 +19,10 @@ class OpDef:
     """One op. `infer(input_types, **attrs)` returns the output types (a tuple) and raises
     ValueError or TypeError, naming the problem, when the op does not apply.
 
-    `torch(*inputs, **attrs)` and `numpy(*inputs, **attrs)` compute it; they return one
-    array, or a tuple when the op has several outputs. Creation ops (`source=True`) take a
-    `RunContext` before the inputs.
+    `torch(*inputs, **attrs)` and `numpy(*inputs, **attrs)` compute it; they return the
+    array itself when the op has one output, else a tuple (empty for none). Creation ops
+    (`source=True`) take a `RunContext` before the inputs. Attrs always arrive by keyword,
+    all of them, and after msgpack, so tuples arrive as lists.
     """
 
     name: str

@@ -115,9 +115,10 @@ def _np_sum(x, dim, keepdim):
 
 
 def _np_variance(fn):
+    reduce = _np_reduce(fn)
+
     def run(x, dim, correction, keepdim):
-        ddof = 1 if correction is None else correction
-        return _np_reduce(fn)(x, dim, keepdim, ddof=ddof)
+        return reduce(x, dim, keepdim, ddof=1 if correction is None else correction)
     return run
 
 

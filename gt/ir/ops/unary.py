@@ -98,9 +98,8 @@ def _np_gelu(x, approximate):
 
 
 def _np_clamp(x, min, max):
-    bounds = [bound for bound in (min, max) if bound is not None]
-    dtype = np.dtype(result_type((x.dtype.name, DIMENSIONED),
-                                 *((scalar_dtype(bound), PYTHON_SCALAR) for bound in bounds)))
+    (out_type,) = _clamp_type((TensorType(x.shape, x.dtype.name),), min, max)
+    dtype = np.dtype(out_type.dtype)
     out = x.astype(dtype)
     # Applied in this order, max wins when min > max, as in torch.
     if min is not None:

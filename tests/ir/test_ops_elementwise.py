@@ -1,0 +1,134 @@
+"""Elementwise rows (binary, unary, where) against torch: values, shapes, dtypes, and the
+numpy rows against the torch rows."""
+
+import pytest
+import torch
+from op_check import check_op, tensor
+
+f32, f64, f16, bf16 = torch.float32, torch.float64, torch.float16, torch.bfloat16
+i64, i32, u8, b8 = torch.int64, torch.int32, torch.uint8, torch.bool
+
+BINARY = ['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'floor_divide',
+          'remainder', 'eq', 'ne', 'gt', 'lt', 'ge', 'le', 'logical_and', 'logical_or']
+# Pairs of (shape, dtype): same shapes, broadcasting, mixed dtypes, 0-d operands.
+OPERANDS = [
+    (((2, 3), f32), ((2, 3), f32)),
+    (((2, 1, 3), f32), ((4, 3), f32)),
+    (((2, 3), i64), ((3,), i64)),
+    (((2, 3), i64), ((2, 3), f32)),
+    (((2, 3), f32), ((), f64)),
+    (((), i64), ((2, 3), i32)),
+    (((4,), u8), ((4,), i64)),
+    (((3,), f16), ((3,), f32)),
+    (((3,), bf16), ((3,), bf16)),
+    (((2, 3), b8), ((2, 3), b8)),
+    (((2, 3), b8), ((3,), i64)),
+    (((5,), f64), ((5,), i32)),
+    (((0, 3), f32), ((3,), f32)),
+]
+# Ops torch refuses for these operand dtypes (the type rule's errors are tested elsewhere).
+REFUSED = {'sub': {b8}, 'pow': {(b8, b8)}, 'floor_divide': {(b8, b8)},
+           'remainder': {(b8, b8)}}
+
+
+def _operands(op, first, second):
+    (sa, da), (sb, db) = first, second
+    a = tensor(sa, da)
+    if op in ('div', 'floor_divide', 'remainder') and not db.is_floating_point:
+        b = tensor(sb, db, low=1, high=5)  # torch raises on integer division by zero
+    elif op == 'pow' and not db.is_floating_point:
+        b = tensor(sb, db, low=0, high=3)  # and on negative integer powers
+    else:
+        b = tensor(sb, db)
+    return a, b
+
+
+def _refused(op, da, db):
+    rule = REFUSED.get(op, set())
+    return (b8 in rule and b8 in (da, db)) or (da, db) in rule
+
+
+@pytest.mark.parametrize('first, second', OPERANDS, ids=lambda o: f'{list(o[0])}{o[1]}')
+@pytest.mark.parametrize('op', BINARY)
+def test_binary(op, first, second):
+    if _refused(op, first[1], second[1]):
+        pytest.skip('torch refuses these dtypes')
+    a, b = _operands(op, first, second)
+    check_op(op, [a, b], {}, getattr(torch, op)(a, b))
+    if op not in ('div', 'floor_divide', 'remainder', 'pow'):  # b was drawn as a divisor
+        check_op(op, [b, a], {}, getattr(torch, op)(b, a))
+
+
+def test_div_is_true_division():
+    a, b = torch.tensor([7, -7]), torch.tensor([2, 2])
+    check_op('div', [a, b], {}, torch.tensor([3.5, -3.5]))
+
+
+def test_comparisons_compare_in_the_promoted_dtype():
+    a, b = torch.tensor([1, 2]), torch.tensor([1.5, 2.0])
+    check_op('lt', [a, b], {}, torch.tensor([True, False]))
+    check_op('eq', [a, b], {}, torch.tensor([False, True]))
+
+
+UNARY = ['neg', 'abs', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt', 'logical_not']
+NO_BOOL = {'neg', 'abs', 'relu'}
+
+
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16, i64, i32, b8], ids=str)
+@pytest.mark.parametrize('op', UNARY)
+def test_unary(op, dtype):
+    if op in NO_BOOL and dtype == b8:
+        pytest.skip('torch refuses bool here')
+    for shape in [(2, 3), (), (0, 2)]:
+        x = tensor(shape, dtype)
+        check_op(op, [x], {}, getattr(torch, op)(x))
+
+
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+@pytest.mark.parametrize('approximate', ['none', 'tanh'])
+def test_gelu(approximate, dtype):
+    x = tensor((3, 4), dtype) * 3
+    check_op('gelu', [x], {'approximate': approximate},
+             torch.nn.functional.gelu(x, approximate=approximate))
+
+
+CLAMPS = [
+    (f32, -0.5, 0.5), (f32, None, 0.0), (f32, 0.0, None), (f32, 1, 2),
+    (i64, -1, 2), (i64, 0.5, None), (i64, -1, 2.5), (i32, None, 1), (b8, 0, None),
+    (f16, -1.5, 1.5), (f32, 1.0, -1.0),
+]
+
+
+@pytest.mark.parametrize('dtype, low, high', CLAMPS)
+def test_clamp(dtype, low, high):
+    x = tensor((3, 4), dtype)
+    check_op('clamp', [x], {'min': low, 'max': high}, torch.clamp(x, min=low, max=high))
+    check_op('clamp', [x[0, 0]], {'min': low, 'max': high},
+             torch.clamp(x[0, 0], min=low, max=high))
+
+
+@pytest.mark.parametrize('source', [f32, f64, f16, i64, i32, u8, b8], ids=str)
+@pytest.mark.parametrize('target', ['float32', 'float16', 'int64', 'int32', 'bool', 'float64'])
+def test_cast(source, target):
+    x = tensor((2, 3), source)
+    check_op('cast', [x], {'dtype': target}, x.to(getattr(torch, target)))
+
+
+def test_cast_to_bfloat16_torch_only():
+    x = tensor((2, 3), f32)
+    check_op('cast', [x], {'dtype': 'bfloat16'}, x.to(bf16))
+
+
+WHERE = [
+    ((2, 3), (2, 3), f32, (2, 3), f32),
+    ((2, 1), (3,), i64, (1, 3), f32),
+    ((), (2, 3), i32, (), i64),
+    ((4,), (4,), b8, (4,), b8),
+    ((2, 1, 1), (1, 3, 1), f16, (4,), f64),
+]
+
+
+@pytest.mark.parametrize('condition, sa, da, sb, db', WHERE)
+def test_where(condition, sa, da, sb, db):
+    c, a, b = tensor(condition, b8), tensor(sa, da), tensor(sb, db)
+    check_op('where', [c, a, b], {}, torch.where(c, a, b))

@@ -1,0 +1,102 @@
+"""Shape rows against torch: reshape, transpose, permute, (un)squeeze, expand, cat, stack,
+split, and matmul's 1-D, 2-D, batched and broadcast cases."""
+
+import pytest
+import torch
+from op_check import check_op, tensor
+
+f32, f16, i64, b8 = torch.float32, torch.float16, torch.int64, torch.bool
+
+
+@pytest.mark.parametrize('dtype', [f32, i64, b8], ids=str)
+@pytest.mark.parametrize('shape, target', [
+    ((2, 3, 4), (6, 4)), ((2, 3, 4), (-1,)), ((2, 3, 4), (4, -1, 2)), ((6,), (1, 6, 1)),
+    ((), (1, 1)), ((1,), ()), ((0, 3), (-1, 3)), ((0, 3), (3, 0, 5)),
+])
+def test_reshape(shape, target, dtype):
+    x = tensor(shape, dtype)
+    check_op('reshape', [x], {'shape': target}, torch.reshape(x, target))
+
+
+@pytest.mark.parametrize('shape, dim0, dim1', [
+    ((2, 3), 0, 1), ((2, 3, 4), -1, 0), ((2, 3, 4), 1, 1), ((), 0, -1),
+])
+def test_transpose(shape, dim0, dim1):
+    x = tensor(shape)
+    check_op('transpose', [x], {'dim0': dim0, 'dim1': dim1}, torch.transpose(x, dim0, dim1))
+
+
+@pytest.mark.parametrize('shape, dims', [
+    ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (-1, 0, 1)), ((2, 3), (0, 1)), ((), ()),
+])
+def test_permute(shape, dims):
+    x = tensor(shape, i64)
+    check_op('permute', [x], {'dims': dims}, torch.permute(x, dims))
+
+
+@pytest.mark.parametrize('shape, dim', [((2, 3), 0), ((2, 3), 2), ((2, 3), -1), ((2, 3), -3),
+                                        ((), 0), ((), -1)])
+def test_unsqueeze(shape, dim):
+    x = tensor(shape)
+    check_op('unsqueeze', [x], {'dim': dim}, torch.unsqueeze(x, dim))
+
+
+@pytest.mark.parametrize('shape, dim', [
+    ((1, 2, 1), None), ((1, 2, 1), 0), ((1, 2, 1), 1), ((1, 2, 1), -1), ((1, 2, 1), [0, 2]),
+    ((1, 2, 1), [0, 1]), ((1, 2, 1), []), ((), None), ((), 0), ((1, 1), None),
+])
+def test_squeeze(shape, dim):
+    x = tensor(shape)
+    expected = torch.squeeze(x) if dim is None else torch.squeeze(x, dim)
+    check_op('squeeze', [x], {'dim': dim}, expected)
+
+
+@pytest.mark.parametrize('shape, sizes', [
+    ((2, 1), (2, 3)), ((2, 1), (4, 2, 5)), ((1, 3), (-1, 3)), ((1, 3), (2, -1, -1)),
+    ((), (2, 3)), ((), ()), ((1, 3), (0, 3)), ((2, 3), (2, 3)),
+])
+def test_expand(shape, sizes):
+    x = tensor(shape, i64)
+    check_op('expand', [x], {'shape': sizes}, x.expand(sizes))
+
+
+@pytest.mark.parametrize('shapes, dtypes, dim', [
+    ([(2, 3), (4, 3)], [f32, f32], 0),
+    ([(2, 3), (2, 1), (2, 2)], [f32, i64, f16], -1),
+    ([(2, 3)], [b8], 1),
+    ([(0,), (2, 3)], [f32, f32], 1),  # torch skips 1-D empty tensors
+    ([(0,), (0,)], [i64, f32], 0),
+    ([(2, 0), (2, 3)], [f32, f32], 1),
+])
+def test_cat(shapes, dtypes, dim):
+    xs = [tensor(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
+    check_op('cat', xs, {'dim': dim}, torch.cat(xs, dim))
+
+
+@pytest.mark.parametrize('shape, dtypes, dim', [
+    ((2, 3), [f32, f32], 0), ((2, 3), [f32, i64, f32], 2), ((2, 3), [i64, b8], -1),
+    ((), [f32, f32, f32], 0), ((4,), [b8], -2),
+])
+def test_stack(shape, dtypes, dim):
+    xs = [tensor(shape, dtype) for dtype in dtypes]
+    check_op('stack', xs, {'dim': dim}, torch.stack(xs, dim))
+
+
+@pytest.mark.parametrize('shape, sizes, dim', [
+    ((2, 6), [1, 2, 3], 1), ((2, 6), [2], 0), ((4, 3), [0, 4], 0), ((5,), [2, 3], -1),
+    ((2, 6), (3, 3), -1),
+])
+def test_split(shape, sizes, dim):
+    x = tensor(shape)
+    check_op('split', [x], {'sizes': sizes, 'dim': dim}, tuple(torch.split(x, list(sizes), dim)))
+
+
+@pytest.mark.parametrize('dtype', [f32, torch.float64, f16, i64, torch.int32], ids=str)
+@pytest.mark.parametrize('a, b', [
+    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
+    ((3,), (5, 3, 4)), ((5, 2, 3), (3,)), ((2, 1, 2, 3), (5, 3, 4)), ((0, 3), (3, 2)),
+    ((2, 0), (0, 3)),
+])
+def test_matmul(a, b, dtype):
+    x, y = tensor(a, dtype, low=-3, high=4), tensor(b, dtype, low=-3, high=4)
+    check_op('matmul', [x, y], {}, torch.matmul(x, y))
