@@ -9,12 +9,41 @@ import torch as _torch
 from gt import debug, signal
 from gt.autograd import enable_grad, no_grad, set_grad_enabled
 from gt.creation import (
-    arange, full, full_like, from_numpy, manual_seed, ones, ones_like, rand, rand_like, randn,
-    randn_like, tensor, zeros, zeros_like,
+    arange,
+    from_numpy,
+    full,
+    full_like,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
 )
 from gt.functional import (
-    abs, argmax, argmin, cat, clamp, exp, log, matmul, maximum, mean, minimum, relu, sigmoid,
-    softmax, sqrt, stack, sum, tanh, where,
+    abs,
+    argmax,
+    argmin,
+    cat,
+    clamp,
+    exp,
+    log,
+    matmul,
+    maximum,
+    mean,
+    minimum,
+    relu,
+    sigmoid,
+    softmax,
+    sqrt,
+    stack,
+    sum,
+    tanh,
+    where,
 )
 from gt.runtime.client import WorkerError
 from gt.runtime.client import connect as _connect
@@ -23,8 +52,10 @@ from gt.runtime.client import set_auto_workers as gpu_workers
 from gt.tensor import Tensor
 
 bool = _torch.bool
-uint8, int8, int16, int32, int64 = _torch.uint8, _torch.int8, _torch.int16, _torch.int32, _torch.int64
-float16, bfloat16, float32, float64 = _torch.float16, _torch.bfloat16, _torch.float32, _torch.float64
+uint8, int8, int16 = _torch.uint8, _torch.int8, _torch.int16
+int32, int64 = _torch.int32, _torch.int64
+float16, bfloat16 = _torch.float16, _torch.bfloat16
+float32, float64 = _torch.float32, _torch.float64
 half, float, double, long, int = float16, float32, float64, int64, int32
 
 

@@ -49,7 +49,9 @@ def full(size, fill_value, dtype=None, requires_grad=False) -> Tensor:
 def arange(start, end=None, step=1, dtype=None, requires_grad=False) -> Tensor:
     if end is None:
         start, end = 0, start
-    count = len(range(0, 1)) if False else max(0, int(np.ceil((end - start) / step)))
+    if step == 0:
+        raise ValueError('arange: step must be nonzero')
+    count = max(0, int(np.ceil((end - start) / step)))
     if dtype is None:
         dtype = torch.float32 if any(isinstance(v, float) for v in (start, end, step)) \
             else torch.int64
@@ -61,10 +63,20 @@ def _like(op: str, other: Tensor, dtype: Any, requires_grad: bool, **attrs: Any)
                     **attrs)
 
 
-def zeros_like(other, dtype=None, requires_grad=False): return _like('zeros', other, dtype, requires_grad)
-def ones_like(other, dtype=None, requires_grad=False): return _like('ones', other, dtype, requires_grad)
-def randn_like(other, dtype=None, requires_grad=False): return _like('randn', other, dtype, requires_grad)
-def rand_like(other, dtype=None, requires_grad=False): return _like('rand', other, dtype, requires_grad)
+def zeros_like(other, dtype=None, requires_grad=False):
+    return _like('zeros', other, dtype, requires_grad)
+
+
+def ones_like(other, dtype=None, requires_grad=False):
+    return _like('ones', other, dtype, requires_grad)
+
+
+def randn_like(other, dtype=None, requires_grad=False):
+    return _like('randn', other, dtype, requires_grad)
+
+
+def rand_like(other, dtype=None, requires_grad=False):
+    return _like('rand', other, dtype, requires_grad)
 
 
 def full_like(other, fill_value, dtype=None, requires_grad=False):

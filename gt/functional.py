@@ -32,8 +32,12 @@ def log(x: Tensor) -> Tensor: return x.log()
 def sqrt(x: Tensor) -> Tensor: return x.sqrt()
 def abs(x: Tensor) -> Tensor: return x.abs()
 def clamp(x: Tensor, min=None, max=None) -> Tensor: return x.clamp(min, max)
-def sum(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor: return x.sum(dim, keepdim, **kwargs)
-def mean(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor: return x.mean(dim, keepdim, **kwargs)
+def sum(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
+    return x.sum(dim, keepdim, **kwargs)
+
+
+def mean(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
+    return x.mean(dim, keepdim, **kwargs)
 def softmax(x: Tensor, dim: int) -> Tensor: return x.softmax(dim)
 def argmax(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmax(dim, keepdim)
 def argmin(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmin(dim, keepdim)

@@ -7,6 +7,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
+
 class _Scopes(threading.local):
     def __init__(self) -> None:
         self.stack: list[str] = []

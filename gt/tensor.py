@@ -17,7 +17,13 @@ from gt.autograd import grad_mode
 from gt.indexing import normalize_index
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
-    DIMENSIONED, PYTHON_SCALAR, TORCH_DTYPES, ZERO_DIM, dtype_name, result_type, scalar_dtype,
+    DIMENSIONED,
+    PYTHON_SCALAR,
+    TORCH_DTYPES,
+    ZERO_DIM,
+    dtype_name,
+    result_type,
+    scalar_dtype,
 )
 from gt.runtime import client as connection
 from gt.signal import current_scope
@@ -338,7 +344,7 @@ class Tensor:
     def to(self, *args, **kwargs) -> 'Tensor':
         dtype = kwargs.get('dtype')
         for arg in args:
-            if isinstance(arg, (torch.dtype, type)) or (isinstance(arg, str) and arg in TORCH_DTYPES):
+            if isinstance(arg, (torch.dtype, type)) or arg in TORCH_DTYPES:
                 dtype = arg
         if dtype is None:
             return self  # devices are GT's business: the dispatcher places values

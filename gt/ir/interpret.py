@@ -6,7 +6,9 @@ from gt.ir.graph import Graph
 from gt.ir.ops import OPS
 
 
-def interpret(graph: Graph, inputs: list[Any], context: Any = None, engine: str = 'torch') -> list[Any]:
+def interpret(
+    graph: Graph, inputs: list[Any], context: Any = None, engine: str = 'torch'
+) -> list[Any]:
     env = {id(value): array for value, array in zip(graph.inputs, inputs, strict=True)}
     for node in graph.nodes:
         row = OPS[node.op]

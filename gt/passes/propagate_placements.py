@@ -24,5 +24,7 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
         (placement,) = placements
         outputs = tuple(value.placed(placement) for value in node.outputs)
         placed.update((id(old), new) for old, new in zip(node.outputs, outputs))
-        nodes.append(Node(node.op, inputs, outputs, node.attrs, node.scope, node.note, node.location))
-    return Graph(graph.inputs, tuple(nodes), tuple(placed[id(v)] for v in graph.outputs), graph.name)
+        nodes.append(Node(node.op, inputs, outputs, node.attrs, node.scope, node.note,
+                          node.location))
+    outputs = tuple(placed[id(value)] for value in graph.outputs)
+    return Graph(graph.inputs, tuple(nodes), outputs, graph.name)

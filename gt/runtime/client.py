@@ -22,7 +22,16 @@ from gt.ir.dtypes import NUMPY_DTYPES
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.protocol import (
-    Fetched, Goodbye, Hello, Ping, ProtocolError, Refused, Stats, StatsRequest, Submit, Welcome,
+    Fetched,
+    Goodbye,
+    Hello,
+    Ping,
+    ProtocolError,
+    Refused,
+    Stats,
+    StatsRequest,
+    Submit,
+    Welcome,
 )
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 

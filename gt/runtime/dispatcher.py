@@ -148,7 +148,7 @@ class Dispatcher:
             if len(live) < max(1, hello.wait_for_workers):
                 still_waiting.append((identity, hello))
                 continue
-            home = min(live, key=lambda w: sum(s.home_worker == w.index for s in self.sessions.values()))
+            home = min(live, key=self._sessions_homed_on)
             session = Session(self.next_session, identity, hello.client, home.index)
             self.next_session += 1
             self.sessions[identity] = session
@@ -162,7 +162,8 @@ class Dispatcher:
         try:
             self._submit(session, message, frames)
         except (FragmentError, TypeError, ValueError, KeyError) as error:
-            session.errors.append([message.base, None, 'submit', f'{type(error).__name__}: {error}'])
+            report = f'{type(error).__name__}: {error}'
+            session.errors.append([message.base, None, 'submit', report])
             if message.fetch:
                 self._reply_error(session, message.request)
 
@@ -322,6 +323,9 @@ class Dispatcher:
             'plans_cached': len(self.planner.cache),
             'plan_hits': self.planner.hits, 'plan_misses': self.planner.misses,
         }
+
+    def _sessions_homed_on(self, handle: WorkerHandle) -> int:
+        return sum(session.home_worker == handle.index for session in self.sessions.values())
 
     def _live_workers(self) -> list[WorkerHandle]:
         return [w for w in self.workers if w.alive]

@@ -37,7 +37,8 @@ def decode_structure(
         records, kept = msgpack.unpackb(structure, raw=False, strict_map_key=False)
     except Exception:
         raise FragmentError('fragment is not valid msgpack') from None
-    inputs = tuple(Value(tuple(shape), dtype, placement) for shape, dtype, placement in external_types)
+    inputs = tuple(Value(tuple(shape), dtype, placement)
+                   for shape, dtype, placement in external_types)
     defined: list[Value] = []
     nodes = []
     for position, record in enumerate(records):

@@ -51,7 +51,9 @@ class Planner:
             self.cache.popitem(last=False)
         return plan
 
-    def _build(self, structure: bytes, external_types: list[tuple], options: PipelineOptions) -> Plan:
+    def _build(
+        self, structure: bytes, external_types: list[tuple], options: PipelineOptions
+    ) -> Plan:
         fragment = decode_structure(structure, external_types)
         graph = run_pipeline(fragment.graph, options)
         # Passes keep the graph's outputs in order, so they still line up with `kept`.

@@ -43,7 +43,8 @@ class Program:
     """A decoded program, ready to run many times with different inputs."""
 
     def __init__(self, encoded: bytes, implementation: Any):
-        instructions, self.n_inputs, keep = msgpack.unpackb(encoded, raw=False, strict_map_key=False)
+        instructions, self.n_inputs, keep = msgpack.unpackb(
+            encoded, raw=False, strict_map_key=False)
         self.keep = [tuple(pair) for pair in keep]
         self.steps = []
         self.first_output_slot = []

@@ -9,7 +9,6 @@ import uuid
 from typing import Any
 
 import msgpack
-import zmq
 
 from gt.runtime.engines import make_engine
 from gt.runtime.program import Failed, Program
@@ -32,7 +31,8 @@ class Worker:
     def __init__(self, endpoint: str, engine: str = 'torch', device: str | None = None):
         self.endpoint = endpoint
         self.engine = make_engine(engine, device)
-        self.identity = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'.encode()
+        name = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'
+        self.identity = name.encode()
         self.socket = dealer(endpoint, self.identity)
         self.values: dict[int, dict[int, Any]] = {}
         self.contexts: dict[int, Any] = {}
