@@ -5,12 +5,13 @@ runs after the pipeline and returns one graph per worker.
 """
 
 from gt.ir import Graph, verify
+from gt.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from gt.passes.eliminate_dead_code import eliminate_dead_code
 from gt.passes.lower import lower
 from gt.passes.options import PipelineOptions
 from gt.passes.propagate_placements import propagate_placements
 
-PIPELINE = [eliminate_dead_code, propagate_placements]
+PIPELINE = [eliminate_common_subexpressions, eliminate_dead_code, propagate_placements]
 
 
 def run_pipeline(

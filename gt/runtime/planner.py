@@ -57,17 +57,17 @@ class Planner:
         fragment = decode_structure(structure, external_types)
         graph = run_pipeline(fragment.graph, options)
         # Passes keep the graph's outputs in order, so they still line up with `kept`.
-        local_index = {id(value): local for value, local in zip(graph.outputs, fragment.kept)}
+        kept = list(zip(graph.outputs, fragment.kept))
         input_position = {id(value): index for index, value in enumerate(graph.inputs)}
         programs = []
         for worker, worker_graph in sorted(lower(graph, options).items()):
+            defined = {id(value) for node in worker_graph.nodes for value in node.outputs}
             programs.append(WorkerPlan(
                 worker,
-                encode_program(worker_graph, local_index),
+                encode_program(worker_graph, [pair for pair in kept if id(pair[0]) in defined]),
                 [input_position[id(value)] for value in worker_graph.inputs],
                 any(node.op == 'from_numpy' for node in worker_graph.nodes),
             ))
-        kept = [(local_index[id(value)], value.shape, value.dtype, value.placement)
-                for value in graph.outputs]
-        return Plan(programs, kept, graph)
+        kept_types = [(local, value.shape, value.dtype, value.placement) for value, local in kept]
+        return Plan(programs, kept_types, graph)
 

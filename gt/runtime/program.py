@@ -9,12 +9,13 @@ from typing import Any
 
 import msgpack
 
-from gt.ir import OPS, Graph
+from gt.ir import OPS, Graph, Value
 
 
-def encode_program(graph: Graph, local_index: dict[int, int]) -> bytes:
-    """`local_index` maps each kept value (by `id`) to its fragment-local index. Each
-    instruction carries its node's location, so that an error can name the client op."""
+def encode_program(graph: Graph, keep: list[tuple[Value, int]]) -> bytes:
+    """`keep` pairs values with the fragment-local indices they are stored under (two
+    indices may share a value). Each instruction carries its node's location, so that
+    an error can name the client op."""
     slot: dict[int, int] = {id(value): index for index, value in enumerate(graph.inputs)}
     instructions = []
     for node in graph.nodes:
@@ -22,8 +23,8 @@ def encode_program(graph: Graph, local_index: dict[int, int]) -> bytes:
                              len(node.outputs), node.location))
         for value in node.outputs:
             slot[id(value)] = len(slot)
-    keep = [(slot[id(value)], local_index[id(value)]) for value in graph.outputs]
-    return msgpack.packb((instructions, len(graph.inputs), keep), use_bin_type=True)
+    kept = [(slot[id(value)], local) for value, local in keep]
+    return msgpack.packb((instructions, len(graph.inputs), kept), use_bin_type=True)
 
 
 class Failed:

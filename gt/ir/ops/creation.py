@@ -119,8 +119,10 @@ def _numpy_manual_seed(ctx, seed):
 
 
 ROWS = [
-    OpDef('randn', _random_type('randn'), _torch_random(torch.randn), _numpy_randn, source=True),
-    OpDef('rand', _random_type('rand'), _torch_random(torch.rand), _numpy_rand, source=True),
+    OpDef('randn', _random_type('randn'), _torch_random(torch.randn), _numpy_randn, source=True,
+          random=True),
+    OpDef('rand', _random_type('rand'), _torch_random(torch.rand), _numpy_rand, source=True,
+          random=True),
     OpDef('zeros', _of_shape('zeros'), _torch_filled(torch.zeros), _numpy_filled(0), source=True),
     OpDef('ones', _of_shape('ones'), _torch_filled(torch.ones), _numpy_filled(1), source=True),
     OpDef('full', _full_type, _torch_full, _numpy_full, source=True),

@@ -31,5 +31,6 @@ class OpDef:
     numpy: Callable[..., Any]
     source: bool = False
     effects: bool = False  # sends and collectives: never removed or reordered
+    random: bool = False  # two calls differ: never merged as common subexpressions
     grad: Callable[..., Any] | None = None
     shard: Callable[..., Any] | None = None
