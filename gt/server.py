@@ -3,8 +3,10 @@
 import argparse
 import os
 
+import zmq
+
 from gt.runtime.dispatcher import Dispatcher
-from gt.runtime.transport import exit_with_parent, terminate_on_sigterm
+from gt.runtime.transport import exit_with_parent, local_socket_path, terminate_on_sigterm
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,10 +21,17 @@ def main(argv: list[str] | None = None) -> None:
     terminate_on_sigterm()
     if args.exit_with_parent:
         exit_with_parent(args.exit_with_parent)
-    endpoint = args.endpoint or f'tcp://{args.host}:{args.port}'
-    dispatcher = Dispatcher([endpoint], runtime_dir=args.runtime_dir)
+    if args.endpoint:
+        endpoints = [args.endpoint]
+    else:
+        # Clients and workers on this host find the ipc socket and skip the TCP stack.
+        endpoints = [f'tcp://{args.host}:{args.port}', f'ipc://{local_socket_path(args.port)}']
+    try:
+        dispatcher = Dispatcher(endpoints, runtime_dir=args.runtime_dir)
+    except zmq.ZMQError as error:
+        raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None
     if os.environ.get('GT_VERBOSE') == '1':
-        print(f'gt.server: listening on {endpoint}', flush=True)
+        print(f'gt.server: listening on {", ".join(endpoints)}', flush=True)
     try:
         dispatcher.serve_forever()
     except KeyboardInterrupt:

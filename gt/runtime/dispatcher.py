@@ -5,6 +5,7 @@ fragment is planned once per structure (gt.runtime.planner) and sent to each wor
 one message; the client never waits for that. Fetches are the only round trips.
 """
 
+import contextlib
 import gc
 import os
 import shutil
@@ -27,6 +28,7 @@ from gt.runtime.protocol import (
     ProtocolError,
     Refused,
     Register,
+    Reregister,
     RunProgram,
     Stats,
     StatsRequest,
@@ -83,6 +85,7 @@ class Dispatcher:
         self.socket = self.context.socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.endpoints = endpoints
         for endpoint in endpoints:
             self.socket.bind(endpoint)
         self.runtime_dir = runtime_dir
@@ -111,6 +114,10 @@ class Dispatcher:
                 self._check_workers()
         finally:
             self.socket.close(0)
+            for endpoint in self.endpoints:
+                if endpoint.startswith('ipc://'):
+                    with contextlib.suppress(OSError):
+                        os.unlink(endpoint[len('ipc://'):])
             if self.runtime_dir:
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
@@ -253,7 +260,9 @@ class Dispatcher:
 
     def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
         handle = self.worker_by_identity.get(message.worker)
-        if handle is not None and handle.alive:
+        if handle is None and isinstance(message.worker, bytes):
+            self._send(message.worker, Reregister())  # a worker of a previous dispatcher
+        elif handle is not None and handle.alive:
             handle.last_seen = time.monotonic()
 
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:

@@ -97,6 +97,11 @@ class EndSession:
     session: int
 
 
+@dataclass(frozen=True)
+class Reregister:
+    """From a dispatcher that does not know this worker (it restarted): start afresh."""
+
+
 # ---- worker -> dispatcher --------------------------------------------------------------
 @dataclass(frozen=True)
 class Register:
@@ -134,7 +139,7 @@ class Stats:
 
 MESSAGES = [
     Hello, Submit, Ping, StatsRequest, Goodbye, Welcome, Refused, Pong, RunProgram, EndSession,
-    Register, Heartbeat, Fetched, Stats,
+    Reregister, Register, Heartbeat, Fetched, Stats,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(fields(message)) for message in MESSAGES}

@@ -3,6 +3,7 @@ and sending a record with its tensor frames."""
 
 import os
 import signal
+import tempfile
 import threading
 from typing import Any
 
@@ -10,15 +11,25 @@ import zmq
 
 from gt.runtime.protocol import decode, encode
 
+LOCAL_HOSTS = ('', 'localhost', '127.0.0.1')
+
+
+def local_socket_path(port: int) -> str:
+    """Where `python -m gt.server -p PORT` also listens, for clients on the same host."""
+    return os.path.join(tempfile.gettempdir(), f'gt-{os.getuid()}-port-{port}.ipc')
+
 
 def endpoint_for(address: str) -> str:
-    """`'localhost:12345'` -> `'tcp://127.0.0.1:12345'`; full ZeroMQ endpoints pass through."""
+    """`'localhost:12345'` -> the server's ipc socket when it has one, else
+    `'tcp://127.0.0.1:12345'`; full ZeroMQ endpoints pass through."""
     if '://' in address:
         return address
     host, separator, port = address.rpartition(':')
     if not separator or not port.isdigit():
         raise ValueError(f'expected an address like "localhost:12345", got {address!r}')
-    if host in ('', 'localhost'):
+    if host in LOCAL_HOSTS:
+        if os.path.exists(local_socket_path(int(port))):
+            return f'ipc://{local_socket_path(int(port))}'
         host = '127.0.0.1'
     return f'tcp://{host}:{port}'
 
@@ -63,6 +74,7 @@ def exit_with_parent(parent_pid: int) -> None:
 def terminate_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit so that `finally` blocks clean up."""
     def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not cut cleanup
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)

@@ -18,6 +18,7 @@ from gt.runtime.protocol import (
     Heartbeat,
     ProtocolError,
     Register,
+    Reregister,
     RunProgram,
     Stats,
     StatsRequest,
@@ -44,12 +45,12 @@ class Worker:
             RunProgram: self.run_program,
             EndSession: self.end_session,
             StatsRequest: self.report_stats,
+            Reregister: self.reregister,
         }
 
     def serve_forever(self) -> None:
         gc.freeze()  # keep full collections from rescanning torch's objects mid-program
-        send(self.socket, Register(self.identity.decode(), self.engine.describe(),
-                                   sockets.gethostname(), os.getpid()))
+        self._register()
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
         while True:
             try:
@@ -57,6 +58,18 @@ class Worker:
             except ProtocolError:
                 continue  # the dispatcher never sends these; drop noise rather than die
             self.handlers[type(message)](message, frames)
+
+    def _register(self) -> None:
+        send(self.socket, Register(self.identity.decode(), self.engine.describe(),
+                                   sockets.gethostname(), os.getpid()))
+
+    def reregister(self, message: Reregister, frames: list) -> None:
+        """The dispatcher restarted: its sessions and program ids are new, drop ours."""
+        self.values.clear()
+        self.contexts.clear()
+        self.errors.clear()
+        self.programs.clear()
+        self._register()
 
     def _beat(self) -> None:
         heartbeat = dealer(self.endpoint)
