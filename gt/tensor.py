@@ -156,7 +156,11 @@ class Tensor:
         return id(self)
 
     # ---- arithmetic ------------------------------------------------------------------
-    def __add__(self, other): return binary('add', self, other)
+    def __add__(self, other):
+        if type(other) is Tensor:  # the commonest case, on the shortest path
+            return apply_binary('add', self, other)
+        return binary('add', self, other)
+
     def __radd__(self, other): return binary('add', other, self)
     def __sub__(self, other): return binary('sub', self, other)
     def __rsub__(self, other): return binary('sub', other, self)
@@ -264,7 +268,7 @@ class Tensor:
             return apply(elementwise, [self, dim])
         dims = _dims(dim, keepdim, axis, keepdims)
         if isinstance(dims['dim'], int):
-            return MinMax(*apply(along, [self], n_outputs=2, **dims))
+            return MinMax(*apply(along, [self], **dims))
         return apply(whole, [self], **dims)
 
     def amax(self, dim=None, keepdim=False):
@@ -330,8 +334,7 @@ class Tensor:
             sizes = [min(split_size, size - start) for start in range(0, size, split_size)]
         else:
             sizes = list(split_size)
-        return tuple(_as_tuple(apply('split', [self], n_outputs=len(sizes), sizes=sizes,
-                                     dim=dim)))
+        return tuple(_as_tuple(apply('split', [self], sizes=sizes, dim=dim)))
 
     def chunk(self, chunks: int, dim: int = 0):
         size = self._type.shape[dim]
@@ -383,7 +386,7 @@ class Tensor:
 _inferred: dict[tuple, tuple] = {}
 
 
-def apply(op: str, inputs: list[Tensor], n_outputs: int = 1, **attrs: Any) -> Any:
+def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     """Record `op` on `inputs`; return the result tensor (or a list of them)."""
     input_types = tuple([t._type for t in inputs])
     if attrs:
