@@ -6,7 +6,7 @@
 
 import torch as _torch
 
-from gt import debug, signal
+from gt import debug, nn, signal
 from gt.autograd import enable_grad, no_grad, set_grad_enabled
 from gt.creation import (
     arange,
@@ -75,5 +75,5 @@ __all__ = [
     'connect', 'gpu_workers', 'sync', 'no_grad', 'enable_grad', 'set_grad_enabled', 'signal',
     'debug', 'WorkerError', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
-    'argmin',
+    'argmin', 'nn',
 ]

@@ -7,12 +7,15 @@ same lazy graph and a whole training step stays one fragment. Gradients are summ
 broadcast dimensions and accumulate into leaves' `.grad`, as in torch.
 """
 
+import functools
 import itertools
 import threading
 import weakref
 from typing import Any, Callable
 
 from gt.ir import OPS
+from gt.ir.dtypes import SHORT_NAMES
+from gt.ir.printer import COMMENT_COLUMN, format_attr
 
 
 class _GradMode(threading.local):
@@ -50,8 +53,11 @@ class no_grad:
         grad_mode.enabled = self.previous
 
     def __call__(self, function: Callable) -> Callable:
+        mode = type(self)  # enable_grad decorates too
+
+        @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with no_grad():
+            with mode():
                 return function(*args, **kwargs)
         return wrapper
 
@@ -68,10 +74,10 @@ live_nodes: 'weakref.WeakValueDictionary[int, TapeNode]' = weakref.WeakValueDict
 
 class TapeNode:
     """One recorded op: its inputs (kept alive for the backward pass), attrs, and the
-    ids of the values it made. Outputs are not referenced, so no cycles form."""
+    ids and types of the values it made. Outputs are not referenced, so no cycles form."""
 
-    __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'sequence', 'freed',
-                 '__weakref__')
+    __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'output_types',
+                 'sequence', 'freed', '__weakref__')
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
@@ -79,6 +85,7 @@ class TapeNode:
         self.input_ids = [t._id for t in inputs]  # to notice inputs updated in place later
         self.attrs = attrs
         self.output_ids = [out._id for out in outputs]
+        self.output_types = [out._type for out in outputs]
         self.sequence = next(_sequence)
         self.freed = False
         live_nodes[self.sequence] = self
@@ -87,9 +94,17 @@ class TapeNode:
     def name(self) -> str:
         return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward'
 
-    def rebind_output(self, old: Any, new: Any) -> None:
-        """An in-place update moved this node's output from tensor `old` to `new`."""
-        self.output_ids = [new._id if i == old._id else i for i in self.output_ids]
+    def rebind_output(self, output: Any, tensor: Any) -> bool:
+        """An in-place update (`h += x`): `tensor` is about to take over `output`, this
+        node's result, and the value id with it. If `tensor` is also an input here, a
+        stand-in tensor takes over its old value, which the rule may read; returns True
+        then, and the caller must not release that value."""
+        if not any(t is tensor for t in self.inputs):
+            return False
+        old = type(tensor)(tensor._id, tensor._type, tensor._client)
+        old.requires_grad, old.grad_fn = tensor.requires_grad, tensor.grad_fn
+        self.inputs = [old if t is tensor else t for t in self.inputs]
+        return True
 
 
 def record(op: str, inputs: list, outputs: list, attrs: dict) -> None:
@@ -125,14 +140,20 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False) -> Non
                                f'this tensor has shape {list(root.shape)}: pass '
                                f'gradient= of that shape')
         gradient = emit('ones', shape=list(root._type.shape), dtype=root._type.dtype)
+        assigned: set[int] = set()
     else:
         gradient = as_tensor(gradient, like=root)
         if tuple(gradient.shape) != tuple(root.shape):
             raise RuntimeError(f'backward(): gradient has shape {list(gradient.shape)} but the '
                                f'tensor has shape {list(root.shape)}')
+        if gradient._type.dtype != root._type.dtype:
+            gradient = emit('cast', gradient, dtype=root._type.dtype)  # as torch casts it
+        # The caller's tensor must not become a .grad itself: an in-place update of one
+        # would change the other.
+        assigned = {id(gradient)}
     with no_grad():
         if root.grad_fn is None:
-            _accumulate(root, gradient, set())
+            _accumulate(root, gradient, assigned)
             return
         nodes = _reachable(root.grad_fn)
         for node in nodes:
@@ -146,9 +167,10 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False) -> Non
                     raise RuntimeError(
                         f'an input of {node.op} (recorded as {node.name}) was modified by an '
                         'in-place operation after it was used; its gradient cannot be computed')
+        if root._retained:
+            _accumulate(root, gradient, assigned)
         grads: dict[tuple[int, int], Any] = {(id(root.grad_fn), root.grad_fn.output_ids.index(
             root._id)): gradient}
-        assigned: set[int] = set()
         for node in nodes:
             _step(node, grads, assigned, emit)
         if not retain_graph:
@@ -221,17 +243,39 @@ def sum_to_shape(grad: Any, shape: tuple[int, ...], emit: Callable) -> Any:
 
 
 def tape_lines() -> list[str]:
-    """The live tape, oldest first, one line per recorded op."""
-    lines = []
-    for sequence in sorted(live_nodes.keys()):
-        node = live_nodes.get(sequence)
-        if node is None:
-            continue
-        inputs = ', '.join(f'%{t._id}' for t in node.inputs) if not node.freed else 'freed'
-        outputs = ', '.join(f'%{i}' for i in node.output_ids)
-        attrs = ''.join(f', {k}={v}' for k, v in node.attrs.items())
-        lines.append(f'{node.name:<22} {outputs} = {node.op}({inputs}{attrs})')
-    return lines
+    """The live tape, oldest first, in the IR's print style: one line per recorded op.
+
+    Names are given here: `%0, %1, ...` for values the tape made, `%a0, %a1, ...` (typed in
+    the header, `*` marking those that require grad) for the tensors it started from.
+    """
+    nodes = [node for node in map(live_nodes.get, sorted(live_nodes.keys())) if node]
+    names: dict[int, str] = {}
+    for node in nodes:
+        for value_id in node.output_ids:
+            names[value_id] = f'%{len(names)}'
+    arguments: list[str] = []
+    body = []
+    for node in nodes:
+        operands = []
+        for tensor, value_id in zip(node.inputs, node.input_ids):
+            if value_id not in names:
+                names[value_id] = f'%a{len(arguments)}'
+                marker = '*' if tensor.requires_grad else ''
+                arguments.append(f'{names[value_id]}: {_format_type(tensor._type)}{marker}')
+            operands.append(names[value_id])
+        if node.freed:
+            operands = ['<freed>']
+        operands += [f'{key}={format_attr(value)}' for key, value in node.attrs.items()]
+        results = ', '.join(f'{names[value_id]}: {_format_type(value_type)}'
+                            for value_id, value_type in zip(node.output_ids, node.output_types))
+        statement = f'  {results} = {node.op}({", ".join(operands)})'
+        body.append(f'{statement.ljust(COMMENT_COLUMN)}  # {node.name}')
+    return [f'tape({", ".join(arguments)}) {{', *body, '}']
+
+
+def _format_type(value_type: Any) -> str:
+    shape = ','.join(str(size) for size in value_type.shape)
+    return f'{SHORT_NAMES[value_type.dtype]}[{shape}]'
 
 
 FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})

@@ -1,5 +1,7 @@
-"""Looking inside: worker statistics and the IR the dispatcher built for this client."""
+"""Looking inside: worker statistics, the IR the dispatcher built for this client, and the
+autograd tape."""
 
+from gt import autograd
 from gt.runtime import client as connection
 
 
@@ -17,3 +19,8 @@ def print_worker_stats() -> None:
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
               f"{worker['ops']} ops in {worker['programs_run']} programs")
+
+
+def print_tape() -> None:
+    """Print the autograd tape that is alive now: what backward() would walk, oldest first."""
+    print('\n'.join(autograd.tape_lines()))

@@ -25,6 +25,7 @@ from gt.ir.dtypes import (
     result_type,
     scalar_dtype,
 )
+from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
 from gt.signal import current_scope
 
@@ -213,11 +214,12 @@ class Tensor:
         if self.requires_grad and self.is_leaf and grad_mode.enabled:
             raise RuntimeError('a leaf tensor that requires grad cannot be updated in place; '
                                'wrap the update in gt.no_grad()')
-        self._client.release(self._id)
+        # `h += x` records an add whose input is h: then the tape keeps h's old value.
+        if new.grad_fn is None or not new.grad_fn.rebind_output(new, self):
+            self._client.release(self._id)
         self._id, self._type, self.grad_fn = new._id, new._type, new.grad_fn
         if new.grad_fn is not None:
             self.requires_grad = True
-            new.grad_fn.rebind_output(new, self)
         new._id = None
         return self
 
@@ -451,7 +453,8 @@ def as_tensor(value: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(value, (bool, int, float)) and like is not None:
         rank = DIMENSIONED if like._type.shape else ZERO_DIM
         dtype = result_type((like._type.dtype, rank), (scalar_dtype(value), PYTHON_SCALAR))
-        return apply('scalar', [], value=value, dtype=dtype)
+        check_literal('scalar', value, dtype)
+        return apply('scalar', [], dtype=dtype, slot=like._client.add_literal(value))
     from gt.creation import tensor
 
     return tensor(value)

@@ -49,7 +49,7 @@ class WorkerError(RuntimeError):
 
 class PendingFragment:
     __slots__ = ('base', 'records', 'externals', 'external_index', 'dropped', 'data',
-                 'data_headers', 'locations')
+                 'data_headers', 'literals', 'locations')
 
     def __init__(self, base: int):
         self.base = base
@@ -59,6 +59,7 @@ class PendingFragment:
         self.dropped: set[int] = set()
         self.data: list = []
         self.data_headers: list = []
+        self.literals: list = []
         self.locations: list = []
 
 
@@ -120,6 +121,11 @@ class Client:
         self.pending.data.append(np.ascontiguousarray(array).copy())
         return len(self.pending.data) - 1
 
+    def add_literal(self, value: bool | int | float) -> int:
+        """Attach a number to the pending fragment; return its slot for `scalar`."""
+        self.pending.literals.append(value)
+        return len(self.pending.literals) - 1
+
     def release(self, value_id: int) -> None:
         if self.closed:
             return
@@ -145,8 +151,8 @@ class Client:
                 frames = [msgpack.packb(pending.data_headers), *pending.data]
         elif not releases and not fetch:
             return self.next_request
-        send(self.socket, Submit(structure, pending.base, pending.externals, releases,
-                                 list(fetch), self.next_request), frames)
+        send(self.socket, Submit(structure, pending.base, pending.externals, pending.literals,
+                                 releases, list(fetch), self.next_request), frames)
         return self.next_request
 
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:

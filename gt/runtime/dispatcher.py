@@ -7,16 +7,18 @@ one message; the client never waits for that. Fetches are the only round trips.
 
 import contextlib
 import gc
+import itertools
 import os
 import shutil
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import zmq
 
 from gt.passes import PipelineOptions
 from gt.runtime.fragment import FragmentError
-from gt.runtime.planner import Planner
+from gt.runtime.planner import Plan, Planner, WorkerPlan
 from gt.runtime.protocol import (
     EndSession,
     Fetched,
@@ -39,6 +41,8 @@ from gt.runtime.protocol import (
 from gt.runtime.transport import send
 
 HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
+PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
+PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 
 
 @dataclass
@@ -51,7 +55,7 @@ class WorkerHandle:
     pid: int
     last_seen: float
     alive: bool = True
-    programs: set = field(default_factory=set)  # program ids this worker has decoded
+    programs: OrderedDict = field(default_factory=OrderedDict)  # ids it holds, oldest first
 
 
 @dataclass
@@ -94,7 +98,8 @@ class Dispatcher:
         self.sessions: dict[bytes, Session] = {}
         self.waiting_hellos: list[tuple[bytes, Hello]] = []
         self.pending: dict[int, PendingRequest] = {}
-        self.program_ids: dict[bytes, int] = {}
+        self.program_ids: OrderedDict[bytes, int] = OrderedDict()
+        self.program_counter = itertools.count()
         self.planner = Planner()
         self.next_session = 0
         self.next_request = 0
@@ -175,38 +180,39 @@ class Dispatcher:
                 self._reply_error(session, message.request)
 
     def _submit(self, session: Session, message: Submit, frames: list) -> None:
-        work: dict[int, dict] = {}
-        if message.structure:
-            self._plan_and_run(session, message, frames, work)
-        # After planning: the fragment may read values the client freed since recording it.
-        releases_by_worker: dict[int, list[int]] = {}
+        plan = self._plan(session, message) if message.structure else None
+        # Releases after planning: the fragment may read values freed since it was recorded.
+        releases: dict[int, list[int]] = {}
         for value_id in message.releases:
             entry = session.values.pop(value_id, None)
             if entry is not None:
                 for worker in entry[2].workers:
-                    releases_by_worker.setdefault(worker, []).append(value_id)
-        fetch_by_worker: dict[int, list[int]] = {}
+                    releases.setdefault(worker, []).append(value_id)
+        fetches: dict[int, list[int]] = {}
         for value_id in message.fetch:
             entry = session.values.get(value_id)
             if entry is None:
-                raise KeyError(f'value {value_id} does not exist in this session')
-            fetch_by_worker.setdefault(entry[2].workers[0], []).append(value_id)
+                session.errors.append([None, None, 'fetch', f'value {value_id} does not exist '
+                                       'in this session'])
+            else:
+                fetches.setdefault(entry[2].workers[0], []).append(value_id)
+        programs = {p.worker: p for p in plan.programs} if plan else {}
+        involved = set(programs) | set(releases) | set(fetches)
+        lost = [self.workers[w] for w in involved if not self.workers[w].alive]
+        if lost:
+            raise ValueError(f'worker {lost[0].index} ({lost[0].name}) was lost, and with it '
+                             'the values this work needs')
+        request = -1
         if message.fetch:
-            request = self._open_request(session.identity, message.request, set(fetch_by_worker),
+            request = self._open_request(session.identity, message.request, set(fetches),
                                          is_stats=False)
-        for worker in set(releases_by_worker) | set(work) | set(fetch_by_worker):
-            handle = self.workers[worker]
-            if not handle.alive:
-                raise ValueError(f'worker {worker} ({handle.name}) was lost')
-            item = work.get(worker, {})
-            send_frames = item.get('frames', [])
-            self._send(handle.identity, RunProgram(
-                session.number, item.get('program_id', -1), item.get('program'), message.base,
-                item.get('externals', []), releases_by_worker.get(worker, []),
-                fetch_by_worker.get(worker, []), request if message.fetch else -1,
-            ), send_frames)
+        for worker in involved:
+            self._send_work(session, message, frames, worker, programs.get(worker),
+                            releases.get(worker, []), fetches.get(worker, []), request)
+        if message.fetch and not fetches:
+            self._finish(request)
 
-    def _plan_and_run(self, session: Session, message: Submit, frames: list, work: dict) -> None:
+    def _plan(self, session: Session, message: Submit) -> Plan:
         external_types = []
         for value_id in message.externals:
             entry = session.values.get(value_id)
@@ -216,19 +222,40 @@ class Dispatcher:
         options = PipelineOptions(tuple(w.index for w in self._live_workers()), session.home_worker)
         plan = self.planner.plan(message.structure, external_types, options)
         session.last_graph = plan.graph
-        for worker_plan in plan.programs:
-            handle = self.workers[worker_plan.worker]
-            program_id = self.program_ids.setdefault(worker_plan.program, len(self.program_ids))
-            first_time = program_id not in handle.programs
-            handle.programs.add(program_id)
-            work[worker_plan.worker] = {
-                'program_id': program_id,
-                'program': worker_plan.program if first_time else None,
-                'externals': [message.externals[i] for i in worker_plan.input_refs],
-                'frames': frames if worker_plan.reads_data else [],
-            }
         for local, shape, dtype, placement in plan.kept:
             session.values[message.base + local] = (shape, dtype, placement)
+        return plan
+
+    def _program_id(self, encoded: bytes) -> int:
+        """Ids are never reused, so a worker can never run a program under a stale id."""
+        program_id = self.program_ids.get(encoded)
+        if program_id is None:
+            program_id = self.program_ids[encoded] = next(self.program_counter)
+            if len(self.program_ids) > PROGRAM_IDS_KEPT:
+                self.program_ids.popitem(last=False)
+        else:
+            self.program_ids.move_to_end(encoded)
+        return program_id
+
+    def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
+                   program: WorkerPlan | None, releases: list, fetches: list,
+                   request: int) -> None:
+        handle = self.workers[worker]
+        program_id, encoded, externals, forget = -1, None, [], []
+        if program is not None:
+            program_id = self._program_id(program.program)
+            if program_id in handle.programs:
+                handle.programs.move_to_end(program_id)
+            else:
+                encoded = program.program
+                handle.programs[program_id] = None
+                while len(handle.programs) > PROGRAMS_PER_WORKER:
+                    forget.append(handle.programs.popitem(last=False)[0])
+            externals = [message.externals[i] for i in program.input_refs]
+        self._send(handle.identity, RunProgram(
+            session.number, program_id, encoded, message.base, externals,
+            message.literals if program else [], releases, fetches, request, forget,
+        ), frames if program is not None and program.reads_data else [])
 
     def ping(self, identity: bytes, message: Ping, frames: list) -> None:
         self._send(identity, Pong())

@@ -7,16 +7,32 @@ from typing import Any
 import numpy as np
 import torch
 
-from gt.ir.dtypes import DTYPE_NAMES, NUMPY_DTYPES
+from gt.ir.dtypes import DTYPE_NAMES, NUMPY_DTYPES, TORCH_DTYPES
+
+LITERALS_CACHED = 256
 
 
 class SessionContext:
-    """The RunContext a session's creation ops see: device, generator, message data."""
+    """The RunContext a session's creation ops see: device, generator, the message's data
+    and literals. Literal tensors are cached: loops send the same few numbers."""
 
-    def __init__(self, device: Any, generator: Any):
+    def __init__(self, device: Any, generator: Any, make_literal: Any):
         self.device = device
         self.generator = generator
         self.data: list = []
+        self.literals: list = []
+        self._make_literal = make_literal
+        self._literal_cache: dict = {}
+
+    def literal(self, slot: int, dtype: str) -> Any:
+        value = self.literals[slot]
+        key = (value, type(value), dtype)
+        tensor = self._literal_cache.get(key)
+        if tensor is None:
+            if len(self._literal_cache) >= LITERALS_CACHED:
+                self._literal_cache.clear()
+            tensor = self._literal_cache[key] = self._make_literal(value, dtype, self.device)
+        return tensor
 
     def reseed(self, seed: int) -> None:
         self.generator = np.random.default_rng(seed)
@@ -37,7 +53,7 @@ class TorchEngine:
     def new_context(self) -> SessionContext:
         generator = torch.Generator(device=self.device)
         generator.seed()
-        return SessionContext(self.device, generator)
+        return SessionContext(self.device, generator, _torch_literal)
 
     def from_wire(self, dtype: str, shape: list[int], buffer: memoryview) -> torch.Tensor:
         array = np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
@@ -67,7 +83,7 @@ class NumpyEngine:
         return row.numpy
 
     def new_context(self) -> SessionContext:
-        return SessionContext(None, np.random.default_rng())
+        return SessionContext(None, np.random.default_rng(), _numpy_literal)
 
     def from_wire(self, dtype: str, shape: list[int], buffer: memoryview) -> np.ndarray:
         if dtype == 'bfloat16':
@@ -83,6 +99,14 @@ class NumpyEngine:
 
     def describe(self) -> str:
         return 'cpu (numpy)'
+
+def _torch_literal(value: Any, dtype: str, device: Any) -> torch.Tensor:
+    return torch.tensor(value, dtype=TORCH_DTYPES[dtype], device=device)
+
+
+def _numpy_literal(value: Any, dtype: str, device: Any) -> np.ndarray:
+    return np.array(value, dtype=NUMPY_DTYPES[dtype])
+
 
 def make_engine(name: str, device: str | None = None) -> TorchEngine | NumpyEngine:
     if name == 'torch':

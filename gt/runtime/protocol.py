@@ -35,6 +35,7 @@ class Submit:
     structure: bytes
     base: int
     externals: list[int]
+    literals: list  # numbers the fragment's scalar nodes read, by slot
     releases: list[int]
     fetch: list[int]
     request: int
@@ -87,9 +88,11 @@ class RunProgram:
     program: bytes | None
     base: int
     externals: list[int]
+    literals: list
     releases: list[int]
     fetch: list[int]
     request: int
+    forget: list[int]  # program ids the worker may drop: the dispatcher will not use them
 
 
 @dataclass(frozen=True)

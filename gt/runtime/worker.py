@@ -80,6 +80,8 @@ class Worker:
     def run_program(self, message: RunProgram, frames: list) -> None:
         session = message.session
         values = self.values.setdefault(session, {})
+        for program_id in message.forget:
+            self.programs.pop(program_id, None)
         if message.program_id >= 0:
             self._run(message, values, frames)
         # Releases come after the run: the fragment may read a value freed since it was recorded.
@@ -96,6 +98,7 @@ class Worker:
             message.session, self.engine.new_context())
         context.data = [self.engine.from_wire(dtype, shape, frame.buffer)
                         for (dtype, shape), frame in zip(_data_headers(frames), frames[1:])]
+        context.literals = message.literals
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals]
         env, errors = program.run(inputs, context, message.base)

@@ -5,7 +5,6 @@ the interpreter (the torch row) gives torch's values, and that the numpy row agr
 """
 
 import os
-import types
 import zlib
 
 import msgpack
@@ -14,6 +13,7 @@ import torch
 
 from gt.ir import OPS, Graph, Node, TensorType, Value, interpret, verify
 from gt.ir.dtypes import NUMPY_DTYPES, dtype_name
+from gt.runtime.engines import NumpyEngine, SessionContext, TorchEngine
 
 _generator = torch.Generator()
 _seeded_for: list[str | None] = [None]
@@ -88,18 +88,21 @@ def check_op(op: str, inputs: list[torch.Tensor], attrs: dict, expected,
             assert_numpy_close(got, want)
 
 
-class NumpyContext(types.SimpleNamespace):
-    def reseed(self, seed: int) -> None:
-        self.generator = np.random.default_rng(seed)
+def torch_context(data: list | None = None, seed: int = 0,
+                  literals: list | None = None) -> SessionContext:
+    """The context a torch worker gives creation ops, seeded and holding `data`."""
+    context = TorchEngine('cpu').new_context()
+    context.generator.manual_seed(seed)
+    context.data, context.literals = data or [], literals or []
+    return context
 
 
-def torch_context(data: list | None = None, seed: int = 0) -> types.SimpleNamespace:
-    return types.SimpleNamespace(device=torch.device('cpu'),
-                                 generator=torch.Generator().manual_seed(seed), data=data or [])
-
-
-def numpy_context(data: list | None = None, seed: int = 0) -> NumpyContext:
-    return NumpyContext(device=None, generator=np.random.default_rng(seed), data=data or [])
+def numpy_context(data: list | None = None, seed: int = 0,
+                  literals: list | None = None) -> SessionContext:
+    context = NumpyEngine().new_context()
+    context.reseed(seed)
+    context.data, context.literals = data or [], literals or []
+    return context
 
 
 def run_source(op: str, attrs: dict, context, engine: str = 'torch'):

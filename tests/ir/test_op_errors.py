@@ -145,7 +145,6 @@ SOURCE_CASES = [
      'arange: step must be nonzero'),
     ('arange', {'shape': [3, 1], 'dtype': i64, 'start': 0, 'step': 1}, ValueError,
      'one dimension'),
-    ('scalar', {'value': 300, 'dtype': 'uint8'}, ValueError, 'overflow'),
 ]
 
 

@@ -57,10 +57,11 @@ def test_arange(n, start, step, dtype):
 @pytest.mark.parametrize('value, dtype', [(2, 'int64'), (2.5, 'float32'), (True, 'bool'),
                                           (-1.5, 'float64'), (3, 'float16'), (7, 'uint8')])
 def test_scalar(value, dtype):
-    (got,) = run_source('scalar', {'value': value, 'dtype': dtype}, torch_context())
+    attrs = {'dtype': dtype, 'slot': 1}
+    (got,) = run_source('scalar', attrs, torch_context(literals=[0, value]))
     expected = torch.tensor(value, dtype=getattr(torch, dtype))
     assert got.shape == () and got.dtype == expected.dtype and torch.equal(got, expected)
-    (array,) = run_source('scalar', {'value': value, 'dtype': dtype}, numpy_context(), 'numpy')
+    (array,) = run_source('scalar', attrs, numpy_context(literals=[0, value]), 'numpy')
     assert_numpy_close(array, expected)
 
 

@@ -27,14 +27,15 @@ def _random_type(name: str):
     return infer
 
 
-def _check_value(op: str, value: float, dtype: str) -> None:
+def check_literal(op: str, value: float, dtype: str) -> None:
+    """A number must fit the dtype it becomes, as torch insists."""
     if not representable(value, dtype):
         raise ValueError(f'{op}: value {value!r} cannot be converted to {dtype} without overflow')
 
 
 def _full_type(types: tuple, shape: list[int], dtype: str, value: float):
     (out,) = _of_shape('full')(types, shape, dtype)
-    _check_value('full', value, dtype)
+    check_literal('full', value, dtype)
     return (out,)
 
 
@@ -47,9 +48,8 @@ def _arange_type(types: tuple, shape: list[int], dtype: str, start: float, step:
     return (out,)
 
 
-def _scalar_type(types: tuple, value: float, dtype: str):
-    _check_value('scalar', value, check_dtype('scalar', dtype))
-    return (TensorType((), dtype),)
+def _scalar_type(types: tuple, dtype: str, slot: int):
+    return (TensorType((), check_dtype('scalar', dtype)),)
 
 
 def _nothing(types: tuple, **_: object) -> tuple[TensorType, ...]:
@@ -88,12 +88,8 @@ def _numpy_arange(ctx, shape, dtype, start, step):
     return (start + step * np.arange(shape[0])).astype(NUMPY_DTYPES[dtype])
 
 
-def _torch_scalar(ctx, value, dtype):
-    return torch.tensor(value, dtype=TORCH_DTYPES[dtype], device=ctx.device)
-
-
-def _numpy_scalar(ctx, value, dtype):
-    return np.array(value, dtype=NUMPY_DTYPES[dtype])
+def _scalar(ctx, dtype, slot):
+    return ctx.literal(slot, dtype)
 
 
 def _numpy_randn(ctx, shape, dtype):
@@ -127,8 +123,10 @@ ROWS = [
     OpDef('ones', _of_shape('ones'), _torch_filled(torch.ones), _numpy_filled(1), source=True),
     OpDef('full', _full_type, _torch_full, _numpy_full, source=True),
     OpDef('arange', _arange_type, _torch_arange, _numpy_arange, source=True),
-    # A Python number used as an operand, already cast to the dtype the op computes in.
-    OpDef('scalar', _scalar_type, _torch_scalar, _numpy_scalar, source=True),
+    # A Python number used as an operand, as a 0-d tensor of the dtype the op computes in.
+    # The number itself travels with the message (slot k of its literals), not in the
+    # structure: a learning rate or a step count that changes does not change the plan.
+    OpDef('scalar', _scalar_type, _scalar, _scalar, source=True),
     # Data the client sent along with the message (gt.tensor, gt.from_numpy).
     OpDef('from_numpy', _of_shape('from_numpy'), _data, _data, source=True),
     OpDef('manual_seed', _nothing, _torch_manual_seed, _numpy_manual_seed,

@@ -7,6 +7,7 @@ import torch
 from gt.ir.dtypes import DEFAULT_FLOAT, FLOATING
 from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
+from gt.ir.ops.gradients import masked, wanted
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import broadcast_shapes, common_dtype, forbid_bool
 
@@ -62,15 +63,88 @@ def _np_where(condition, a, b):
     return np.where(condition, *arrays.promoted(a, b))
 
 
+# ---- gradients: torch's formulas (derivatives.yaml), as ops ----------------------------------
+def _add_grad(emit, inputs, grads):
+    (g,) = grads
+    return [g, g]
+
+
+def _sub_grad(emit, inputs, grads):
+    (g,) = grads
+    return [g, emit('neg', g) if wanted(inputs[1]) else None]
+
+
+def _mul_grad(emit, inputs, grads):
+    a, b = inputs
+    (g,) = grads
+    return [emit('mul', g, b) if wanted(a) else None, emit('mul', g, a) if wanted(b) else None]
+
+
+def _div_grad(emit, inputs, grads):
+    a, b = inputs
+    (g,) = grads
+    grad_b = None
+    if wanted(b):
+        grad_b = emit('mul', emit('neg', g), emit('div', emit('div', a, b), b))
+    return [emit('div', g, b) if wanted(a) else None, grad_b]
+
+
+def _pow_grad(emit, inputs, grads):
+    """Exponent 0 gives the base no gradient; base 0 gives a non-negative exponent none."""
+    base, exponent = inputs
+    (g,) = grads
+    grad_base = grad_exponent = None
+    if wanted(base):
+        slope = emit('mul', exponent, emit('pow', base, emit('sub', exponent, 1)))
+        grad_base = emit('where', emit('eq', exponent, 0), 0.0, emit('mul', g, slope))
+    if wanted(exponent):
+        slope = emit('mul', emit('pow', base, exponent), emit('log', base))
+        at_zero = emit('logical_and', emit('ge', exponent, 0), emit('eq', base, 0))
+        grad_exponent = emit('mul', g, emit('where', at_zero, 0.0, slope))
+    return [grad_base, grad_exponent]
+
+
+def _extreme_grad(emit, a, b, g, loses):
+    """maximum/minimum: the operand that loses (`loses(a, b)`) gets nothing and a tie
+    splits the gradient in half, as torch does; NaNs take the whole gradient."""
+    tied = emit('where', emit('eq', a, b), emit('div', g, 2), g)
+    grad_a = emit('where', emit(loses, a, b), 0.0, tied) if wanted(a) else None
+    grad_b = emit('where', emit(loses, b, a), 0.0, tied) if wanted(b) else None
+    return [grad_a, grad_b]
+
+
+def _maximum_grad(emit, inputs, grads):
+    return _extreme_grad(emit, *inputs, grads[0], 'lt')
+
+
+def _minimum_grad(emit, inputs, grads):
+    return _extreme_grad(emit, *inputs, grads[0], 'gt')
+
+
+def _remainder_grad(emit, inputs, grads):
+    a, b = inputs
+    (g,) = grads
+    grad_b = emit('mul', emit('neg', g), emit('floor_divide', a, b)) if wanted(b) else None
+    return [g, grad_b]
+
+
+def _where_grad(emit, inputs, grads):
+    condition, a, b = inputs
+    (g,) = grads
+    grad_b = emit('where', condition, 0.0, g) if wanted(b) else None
+    return [None, masked(emit, condition, g) if wanted(a) else None, grad_b]
+
+
 ARITHMETIC = [
-    ('add', torch.add, np.add, {}),
-    ('sub', torch.sub, np.subtract, {'bool_operands': False}),
-    ('mul', torch.mul, np.multiply, {}),
-    ('pow', torch.pow, np.power, {'bool_result': False}),
-    ('maximum', torch.maximum, np.maximum, {}),
-    ('minimum', torch.minimum, np.minimum, {}),
-    ('floor_divide', torch.floor_divide, np.floor_divide, {'bool_result': False}),
-    ('remainder', torch.remainder, np.remainder, {'bool_result': False}),
+    ('add', torch.add, np.add, {}, _add_grad),
+    ('sub', torch.sub, np.subtract, {'bool_operands': False}, _sub_grad),
+    ('mul', torch.mul, np.multiply, {}, _mul_grad),
+    ('pow', torch.pow, np.power, {'bool_result': False}, _pow_grad),
+    ('maximum', torch.maximum, np.maximum, {}, _maximum_grad),
+    ('minimum', torch.minimum, np.minimum, {}, _minimum_grad),
+    # torch has no derivative for floor_divide (it raises); GT gives its result none.
+    ('floor_divide', torch.floor_divide, np.floor_divide, {'bool_result': False}, None),
+    ('remainder', torch.remainder, np.remainder, {'bool_result': False}, _remainder_grad),
 ]
 COMPARISONS = [
     ('eq', torch.eq, np.equal),
@@ -82,14 +156,14 @@ COMPARISONS = [
 ]
 
 ROWS = [
-    *(OpDef(name, _binary(name, **rules), run, _np_promoted(np_run))
-      for name, run, np_run, rules in ARITHMETIC),
-    OpDef('div', _true_division, torch.div, _np_divide),
+    *(OpDef(name, _binary(name, **rules), run, _np_promoted(np_run), grad=grad)
+      for name, run, np_run, rules, grad in ARITHMETIC),
+    OpDef('div', _true_division, torch.div, _np_divide, grad=_div_grad),
     *(OpDef(name, _binary(name, result='bool'), run, _np_promoted(np_run))
       for name, run, np_run in COMPARISONS),
     OpDef('logical_and', _binary('logical_and', result='bool'), torch.logical_and,
           lambda a, b: np.asarray(np.logical_and(a, b))),
     OpDef('logical_or', _binary('logical_or', result='bool'), torch.logical_or,
           lambda a, b: np.asarray(np.logical_or(a, b))),
-    OpDef('where', _where_type, torch.where, _np_where),
+    OpDef('where', _where_type, torch.where, _np_where, grad=_where_grad),
 ]

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from gt.ir.graph import TensorType
+from gt.ir.ops.gradients import reshaped, wanted, zeros_of
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import check_assignable, indexed_shape, normalize_dim, numel
 
@@ -156,15 +157,83 @@ def _np_index_add(x, index, source, dim):
     return out
 
 
+# ---- gradients: torch's formulas (derivatives.yaml), as ops; index inputs get none -----------
+def _getitem_grad(emit, inputs, grads, index):
+    (x,), (g,) = inputs, grads
+    return [emit('setitem', zeros_of(emit, x.shape, g), g, index=index)]
+
+
+def _setitem_grad(emit, inputs, grads, index):
+    """x gets the gradient outside the region; value gets the region's, summed by the engine
+    over what broadcasting stretched (after restoring leading 1s that assignment drops)."""
+    x, value = inputs
+    (g,) = grads
+    grad_value = None
+    if wanted(value):
+        grad_value = emit('getitem', g, index=index)
+        extra = value.ndim - grad_value.ndim
+        if extra > 0:
+            grad_value = reshaped(emit, grad_value, (1,) * extra + tuple(grad_value.shape))
+    return [emit('setitem', g, 0.0, index=index) if wanted(x) else None, grad_value]
+
+
+def _gather_grad(emit, inputs, grads, dim):
+    (x, index), (g,) = inputs, grads
+    return [emit('scatter_add', zeros_of(emit, x.shape, g), index, g, dim=dim), None]
+
+
+def _scatter_add_grad(emit, inputs, grads, dim):
+    """The source's gradient is read where it was added; parts of a source larger than the
+    index were never read and get zeros (torch rejects such gradients)."""
+    x, index, source = inputs
+    (g,) = grads
+    grad_source = None
+    if wanted(source):
+        grad_source = emit('gather', g, index, dim=dim)
+        if grad_source.shape != source.shape:
+            region = [['slice', 0, size, None] for size in index.shape]
+            grad_source = emit('setitem', zeros_of(emit, source.shape, g), grad_source,
+                               index=region)
+    return [g, None, grad_source]
+
+
+def _index_add_grad(emit, inputs, grads, dim):
+    """The source's gradient is torch's index_select(g, dim, index), done as a gather."""
+    x, index, source = inputs
+    (g,) = grads
+    grad_source = None
+    if wanted(source) and source.ndim == 0:
+        grad_source = g
+    elif wanted(source):
+        axis = normalize_dim('index_add', dim, x.ndim)
+        column = [1] * source.ndim
+        column[axis] = numel(index.shape)
+        positions = emit('expand', emit('reshape', index, shape=column),
+                         shape=list(source.shape))
+        grad_source = emit('gather', g, positions, dim=axis)
+    return [g, None, grad_source]
+
+
+def _embedding_grad(emit, inputs, grads):
+    (weight, indices), (g,) = inputs, grads
+    rows = numel(indices.shape)
+    flat = emit('reshape', indices, shape=[rows])
+    summed = emit('reshape', g, shape=[rows, weight.shape[1]])
+    return [emit('index_add', zeros_of(emit, weight.shape, g), flat, summed, dim=0), None]
+
+
 ROWS = [
     OpDef('getitem', _getitem_type, lambda x, index: x[index_key(index)],
-          lambda x, index: np.asarray(x[index_key(index)])),
-    OpDef('setitem', _setitem_type, _setitem, _np_setitem),
-    OpDef('gather', _gather_type, lambda x, index, dim: torch.gather(x, dim, index), _np_gather),
+          lambda x, index: np.asarray(x[index_key(index)]), grad=_getitem_grad),
+    OpDef('setitem', _setitem_type, _setitem, _np_setitem, grad=_setitem_grad),
+    OpDef('gather', _gather_type, lambda x, index, dim: torch.gather(x, dim, index), _np_gather,
+          grad=_gather_grad),
     OpDef('scatter_add', _scatter_add_type,
           lambda x, index, source, dim: torch.scatter_add(x, dim, index, source),
-          _np_scatter_add),
-    OpDef('embedding', _embedding_type, torch.embedding, lambda weight, indices: weight[indices]),
+          _np_scatter_add, grad=_scatter_add_grad),
+    OpDef('embedding', _embedding_type, torch.embedding, lambda weight, indices: weight[indices],
+          grad=_embedding_grad),
     OpDef('index_add', _index_add_type,
-          lambda x, index, source, dim: torch.index_add(x, dim, index, source), _np_index_add),
+          lambda x, index, source, dim: torch.index_add(x, dim, index, source), _np_index_add,
+          grad=_index_add_grad),
 ]

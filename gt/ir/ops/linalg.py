@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from gt.ir.graph import TensorType
+from gt.ir.ops.gradients import wanted
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import broadcast_shapes
 
@@ -39,6 +40,32 @@ def _matmul_type(types):
     return (TensorType(shape, a.dtype),)
 
 
+def _matmul_grad(emit, inputs, grads):
+    """1-D operands are made matrices (a row on the left, a column on the right) and back;
+    gradients keep the broadcast batch dims, which the engine sums away."""
+    a, b = inputs
+    (g,) = grads
+    if a.ndim == 1 and b.ndim == 1:
+        return [emit('mul', g, b) if wanted(a) else None, emit('mul', g, a) if wanted(b) else None]
+    left = a if a.ndim > 1 else emit('unsqueeze', a, dim=0)
+    right = b if b.ndim > 1 else emit('unsqueeze', b, dim=-1)
+    if a.ndim == 1:
+        g = emit('unsqueeze', g, dim=-2)
+    if b.ndim == 1:
+        g = emit('unsqueeze', g, dim=-1)
+    grad_a = grad_b = None
+    if wanted(a):
+        grad_a = emit('matmul', g, emit('transpose', right, dim0=-1, dim1=-2))
+        if a.ndim == 1:
+            grad_a = emit('squeeze', grad_a, dim=-2)
+    if wanted(b):
+        grad_b = emit('matmul', emit('transpose', left, dim0=-1, dim1=-2), g)
+        if b.ndim == 1:
+            grad_b = emit('squeeze', grad_b, dim=-1)
+    return [grad_a, grad_b]
+
+
 ROWS = [
-    OpDef('matmul', _matmul_type, torch.matmul, lambda a, b: np.asarray(np.matmul(a, b))),
+    OpDef('matmul', _matmul_type, torch.matmul, lambda a, b: np.asarray(np.matmul(a, b)),
+          grad=_matmul_grad),
 ]

@@ -1,12 +1,15 @@
 """Reductions over all, one or several dims, with `dim`/`keepdim` as torch has them,
 plus softmax and log_softmax, which normalize along one dim."""
 
+import math
+
 import numpy as np
 import torch
 
 from gt.ir.dtypes import DEFAULT_INT, INTEGRAL
 from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
+from gt.ir.ops.gradients import expanded, kept_dims, reduced_count, zeros_of
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import (
     forbid_bool,
@@ -154,19 +157,108 @@ def _np_softmax(x, dim):
     return np.asarray(np.exp(_np_log_softmax(arrays.wide(x), dim))).astype(x.dtype)
 
 
+# ---- gradients: torch's formulas (derivatives.yaml), as ops ----------------------------------
+def _sum_grad(emit, inputs, grads, dim, keepdim):
+    (x,), (g,) = inputs, grads
+    return [expanded(emit, g, x.shape, dim, keepdim)]
+
+
+def _mean_grad(emit, inputs, grads, dim, keepdim):
+    (x,), (g,) = inputs, grads
+    return [emit('div', expanded(emit, g, x.shape, dim, keepdim), reduced_count(x.shape, dim))]
+
+
+def _shared_by_ties(emit, op, x, g, dim, keepdim):
+    """amax/amin: every element equal to the extreme gets an even share, as in torch."""
+    ties = emit('eq', x, emit(op, x, dim=dim, keepdim=True))
+    count = emit('sum', ties, dim=dim, keepdim=True)
+    return [emit('mul', emit('div', kept_dims(emit, g, x.shape, dim, keepdim), count), ties)]
+
+
+def _amax_grad(emit, inputs, grads, dim, keepdim):
+    return _shared_by_ties(emit, 'amax', inputs[0], grads[0], dim, keepdim)
+
+
+def _amin_grad(emit, inputs, grads, dim, keepdim):
+    return _shared_by_ties(emit, 'amin', inputs[0], grads[0], dim, keepdim)
+
+
+def _to_index(emit, op, x, g, dim, keepdim):
+    """max_dim/min_dim: the whole gradient goes to the position the index output names."""
+    if g is None:
+        return [None]
+    if x.ndim == 0:
+        return [g]
+    _, index = emit(op, x, dim=dim, keepdim=True)
+    g = kept_dims(emit, g, x.shape, dim, keepdim)
+    return [emit('scatter_add', zeros_of(emit, x.shape, g), index, g, dim=dim)]
+
+
+def _max_dim_grad(emit, inputs, grads, dim, keepdim):
+    return _to_index(emit, 'max_dim', inputs[0], grads[0], dim, keepdim)
+
+
+def _min_dim_grad(emit, inputs, grads, dim, keepdim):
+    return _to_index(emit, 'min_dim', inputs[0], grads[0], dim, keepdim)
+
+
+def _variance_input_grad(emit, x, g, dim, correction, keepdim):
+    """torch's var_backward: 2 / (n - correction) * g * (x - mean)."""
+    correction = 1 if correction is None else correction
+    centered = emit('sub', x, emit('mean', x, dim=dim, keepdim=True))
+    freedom = reduced_count(x.shape, dim) - correction
+    if freedom <= 0 and (dim is None or x.ndim == 0):
+        # torch: NaN where x equals the mean (infinity times 0), infinity elsewhere.
+        return emit('mul', g, emit('where', emit('eq', centered, 0), math.nan, math.inf))
+    scale = 2.0 / freedom if freedom else math.inf
+    return emit('mul', emit('mul', scale, kept_dims(emit, g, x.shape, dim, keepdim)), centered)
+
+
+def _var_grad(emit, inputs, grads, dim, correction, keepdim):
+    return [_variance_input_grad(emit, inputs[0], grads[0], dim, correction, keepdim)]
+
+
+def _std_grad(emit, inputs, grads, dim, correction, keepdim):
+    (x,), (g,) = inputs, grads
+    std = emit('std', x, dim=dim, correction=correction, keepdim=keepdim)
+    g = emit('where', emit('eq', std, 0), 0.0, emit('div', g, emit('mul', std, 2)))
+    return [_variance_input_grad(emit, x, g, dim, correction, keepdim)]
+
+
+def _softmax_grad(emit, inputs, grads, dim):
+    (x,), (g,) = inputs, grads
+    y = emit('softmax', x, dim=dim)
+    total = emit('sum', emit('mul', g, y), dim=dim, keepdim=True)
+    return [emit('mul', y, emit('sub', g, total))]
+
+
+def _log_softmax_grad(emit, inputs, grads, dim):
+    (x,), (g,) = inputs, grads
+    y = emit('exp', emit('log_softmax', x, dim=dim))
+    return [emit('sub', g, emit('mul', y, emit('sum', g, dim=dim, keepdim=True)))]
+
+
 ROWS = [
     OpDef('sum', _reduction('sum', _sum_dtype),
-          lambda x, dim, keepdim: torch.sum(x, dim=dim, keepdim=keepdim), _np_sum),
+          lambda x, dim, keepdim: torch.sum(x, dim=dim, keepdim=keepdim), _np_sum,
+          grad=_sum_grad),
     OpDef('mean', _reduction('mean', _floating_dtype('mean')),
-          lambda x, dim, keepdim: torch.mean(x, dim=dim, keepdim=keepdim), _np_reduce(np.mean)),
-    OpDef('amax', _reduction('amax', nonempty=True), _amax, _np_reduce(np.amax)),
-    OpDef('amin', _reduction('amin', nonempty=True), _amin, _np_reduce(np.amin)),
-    OpDef('max_dim', _one_dim('max_dim'), torch.max, _np_extreme(np.max, np.argmax)),
-    OpDef('min_dim', _one_dim('min_dim'), torch.min, _np_extreme(np.min, np.argmin)),
+          lambda x, dim, keepdim: torch.mean(x, dim=dim, keepdim=keepdim), _np_reduce(np.mean),
+          grad=_mean_grad),
+    OpDef('amax', _reduction('amax', nonempty=True), _amax, _np_reduce(np.amax),
+          grad=_amax_grad),
+    OpDef('amin', _reduction('amin', nonempty=True), _amin, _np_reduce(np.amin),
+          grad=_amin_grad),
+    OpDef('max_dim', _one_dim('max_dim'), torch.max, _np_extreme(np.max, np.argmax),
+          grad=_max_dim_grad),
+    OpDef('min_dim', _one_dim('min_dim'), torch.min, _np_extreme(np.min, np.argmin),
+          grad=_min_dim_grad),
     OpDef('argmax', _arg_type('argmax'), torch.argmax, _np_arg(np.argmax)),
     OpDef('argmin', _arg_type('argmin'), torch.argmin, _np_arg(np.argmin)),
-    OpDef('var', _variance_type('var'), torch.var, _np_variance(np.var)),
-    OpDef('std', _variance_type('std'), torch.std, _np_variance(np.std)),
-    OpDef('softmax', _normalize_type('softmax'), torch.softmax, _np_softmax),
-    OpDef('log_softmax', _normalize_type('log_softmax'), torch.log_softmax, _np_log_softmax),
+    OpDef('var', _variance_type('var'), torch.var, _np_variance(np.var), grad=_var_grad),
+    OpDef('std', _variance_type('std'), torch.std, _np_variance(np.std), grad=_std_grad),
+    OpDef('softmax', _normalize_type('softmax'), torch.softmax, _np_softmax,
+          grad=_softmax_grad),
+    OpDef('log_softmax', _normalize_type('log_softmax'), torch.log_softmax, _np_log_softmax,
+          grad=_log_softmax_grad),
 ]

@@ -8,6 +8,7 @@ import torch
 
 from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
+from gt.ir.ops.gradients import reshaped, zeros_of
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import common_dtype, normalize_dim, normalize_dims, numel
 
@@ -172,18 +173,73 @@ def _np_split(x, sizes, dim):
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
+# ---- gradients: shape ops move gradients back; the engine sums out what expand broadcast -----
+def _reshape_grad(emit, inputs, grads, **attrs):
+    """reshape, unsqueeze and squeeze: the gradient takes the input's shape back."""
+    return [reshaped(emit, grads[0], inputs[0].shape)]
+
+
+def _transpose_grad(emit, inputs, grads, dim0, dim1):
+    return [emit('transpose', grads[0], dim0=dim0, dim1=dim1)]
+
+
+def _permute_grad(emit, inputs, grads, dims):
+    order = [normalize_dim('permute', dim, inputs[0].ndim) for dim in dims]
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return [emit('permute', grads[0], dims=inverse)]
+
+
+def _expand_grad(emit, inputs, grads, shape):
+    return [grads[0]]
+
+
+def _cat_grad(emit, inputs, grads, dim):
+    (g,) = grads
+    kept = [x for x in inputs if not _legacy_empty(tuple(x.shape))]
+    if not kept:
+        return [zeros_of(emit, (0,), g) for _ in inputs]
+    axis = normalize_dim('cat', dim, kept[0].ndim)
+    parts = emit('split', g, sizes=[x.shape[axis] for x in kept], dim=axis)
+    parts = iter(parts if isinstance(parts, list) else [parts])
+    return [zeros_of(emit, (0,), g) if _legacy_empty(tuple(x.shape)) else next(parts)
+            for x in inputs]
+
+
+def _stack_grad(emit, inputs, grads, dim):
+    axis = normalize_dim('stack', dim, inputs[0].ndim + 1)
+    whole = [['slice', None, None, None]] * axis
+    return [emit('getitem', grads[0], index=[*whole, ['int', position]])
+            for position in range(len(inputs))]
+
+
+def _split_grad(emit, inputs, grads, sizes, dim):
+    """Outputs that got no gradient count as zeros."""
+    (x,) = inputs
+    if len(grads) == 1:
+        return [grads[0]]
+    axis = normalize_dim('split', dim, x.ndim)
+    parts = [g if g is not None else
+             zeros_of(emit, x.shape[:axis] + (size,) + x.shape[axis + 1:], x)
+             for g, size in zip(grads, sizes)]
+    return [emit('cat', *parts, dim=axis)]
+
+
 ROWS = [
     OpDef('reshape', _reshape_type, torch.reshape,
-          lambda x, shape: np.reshape(x, shape)),
+          lambda x, shape: np.reshape(x, shape), grad=_reshape_grad),
     OpDef('transpose', _transpose_type, torch.transpose,
-          lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1) if x.ndim else x),
-    OpDef('permute', _permute_type, torch.permute, lambda x, dims: np.transpose(x, dims)),
-    OpDef('unsqueeze', _unsqueeze_type, torch.unsqueeze, lambda x, dim: np.expand_dims(x, dim)),
-    OpDef('squeeze', _squeeze_type, _squeeze, _np_squeeze),
+          lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1) if x.ndim else x,
+          grad=_transpose_grad),
+    OpDef('permute', _permute_type, torch.permute, lambda x, dims: np.transpose(x, dims),
+          grad=_permute_grad),
+    OpDef('unsqueeze', _unsqueeze_type, torch.unsqueeze, lambda x, dim: np.expand_dims(x, dim),
+          grad=_reshape_grad),
+    OpDef('squeeze', _squeeze_type, _squeeze, _np_squeeze, grad=_reshape_grad),
     OpDef('expand', _expand_type, lambda x, shape: x.expand(shape),
-          lambda x, shape: np.broadcast_to(x, _expanded('expand', x.shape, shape))),
-    OpDef('cat', _cat_type, lambda *xs, dim: torch.cat(xs, dim), _np_cat),
+          lambda x, shape: np.broadcast_to(x, _expanded('expand', x.shape, shape)),
+          grad=_expand_grad),
+    OpDef('cat', _cat_type, lambda *xs, dim: torch.cat(xs, dim), _np_cat, grad=_cat_grad),
     OpDef('stack', _stack_type, lambda *xs, dim: torch.stack(xs, dim),
-          lambda *xs, dim: np.stack(arrays.promoted(*xs), axis=dim)),
-    OpDef('split', _split_type, _split, _np_split),
+          lambda *xs, dim: np.stack(arrays.promoted(*xs), axis=dim), grad=_stack_grad),
+    OpDef('split', _split_type, _split, _np_split, grad=_split_grad),
 ]

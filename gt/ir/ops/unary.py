@@ -22,6 +22,7 @@ from gt.ir.dtypes import (
 )
 from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
+from gt.ir.ops.gradients import masked
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import check_dtype, forbid_bool, require_floating
 
@@ -109,21 +110,107 @@ def _np_clamp(x, min, max):
     return np.asarray(out)
 
 
+# ---- gradients: torch's formulas (derivatives.yaml), as ops ----------------------------------
+def _neg_grad(emit, inputs, grads):
+    return [emit('neg', grads[0])]
+
+
+def _abs_grad(emit, inputs, grads):
+    (x,), (g,) = inputs, grads
+    dtype = x._type.dtype
+    sign = emit('sub', emit('cast', emit('gt', x, 0), dtype=dtype),
+                emit('cast', emit('lt', x, 0), dtype=dtype))
+    return [emit('mul', g, sign)]
+
+
+def _relu_grad(emit, inputs, grads):
+    # torch masks where the result is <= 0, so a NaN input passes its gradient on.
+    (x,), (g,) = inputs, grads
+    return [emit('where', emit('le', x, 0), 0.0, g)]
+
+
+def _sigmoid_grad(emit, inputs, grads):
+    (x,), (g,) = inputs, grads
+    y = emit('sigmoid', x)
+    return [emit('mul', emit('mul', g, emit('sub', 1, y)), y)]
+
+
+def _tanh_grad(emit, inputs, grads):
+    (x,), (g,) = inputs, grads
+    y = emit('tanh', x)
+    return [emit('mul', g, emit('sub', 1, emit('mul', y, y)))]
+
+
+def _exp_grad(emit, inputs, grads):
+    (x,), (g,) = inputs, grads
+    return [emit('mul', g, emit('exp', x))]
+
+
+def _log_grad(emit, inputs, grads):
+    (x,), (g,) = inputs, grads
+    return [emit('div', g, x)]
+
+
+def _sqrt_grad(emit, inputs, grads):
+    (x,), (g,) = inputs, grads
+    return [emit('div', g, emit('mul', 2, emit('sqrt', x)))]
+
+
+def _gelu_grad(emit, inputs, grads, approximate):
+    """torch's gelu_backward. The table has no erf, so the exact mode reads the normal
+    CDF off gelu itself (gelu(x) / x, which is 1/2 at 0); torch computes gelu(x) as
+    x * cdf(x), so the division returns cdf(x) to within a rounding."""
+    (x,), (g,) = inputs, grads
+    if approximate == 'tanh':
+        beta, kappa = math.sqrt(2 / math.pi), 0.044715
+        square = emit('mul', x, x)
+        inner = emit('mul', beta, emit('add', x, emit('mul', kappa, emit('mul', square, x))))
+        tanh_inner = emit('tanh', inner)
+        left = emit('mul', 0.5, x)
+        left_slope = emit('mul', 0.5, emit('add', 1, tanh_inner))
+        right_slope = emit('mul', emit('mul', emit('mul', left, emit(
+            'sub', 1, emit('mul', tanh_inner, tanh_inner))), beta),
+            emit('add', 1, emit('mul', 3 * kappa, square)))
+        return [emit('mul', g, emit('add', left_slope, right_slope))]
+    cdf = emit('where', emit('eq', x, 0), 0.5, emit('div', emit('gelu', x, approximate='none'), x))
+    pdf = emit('mul', emit('exp', emit('mul', emit('mul', x, x), -0.5)),
+               1 / math.sqrt(2 * math.pi))
+    return [emit('mul', g, emit('add', cdf, emit('mul', x, pdf)))]
+
+
+def _clamp_grad(emit, inputs, grads, min, max):
+    """The gradient passes where min <= x <= max (both inclusive), as in torch."""
+    (x,), (g,) = inputs, grads
+    keep = None
+    if min is not None:
+        keep = emit('ge', x, min)
+    if max is not None:
+        below = emit('le', x, max)
+        keep = below if keep is None else emit('logical_and', keep, below)
+    return [masked(emit, keep, g)]
+
+
+def _cast_grad(emit, inputs, grads, dtype):
+    # Casts to integers make results without gradients; the engine casts this one back.
+    return [grads[0]]
+
+
 ROWS = [
-    OpDef('neg', _numeric('neg'), torch.neg, lambda x: np.asarray(np.negative(x))),
-    OpDef('abs', _numeric('abs'), torch.abs, lambda x: np.asarray(np.abs(x))),
+    OpDef('neg', _numeric('neg'), torch.neg, lambda x: np.asarray(np.negative(x)),
+          grad=_neg_grad),
+    OpDef('abs', _numeric('abs'), torch.abs, lambda x: np.asarray(np.abs(x)), grad=_abs_grad),
     OpDef('relu', _numeric('relu'), torch.relu,
-          lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype)))),
-    OpDef('sigmoid', _floating, torch.sigmoid, _np_floating(_np_sigmoid)),
-    OpDef('tanh', _floating, torch.tanh, _np_floating(np.tanh)),
-    OpDef('exp', _floating, torch.exp, _np_floating(np.exp)),
-    OpDef('log', _floating, torch.log, _np_floating(np.log)),
-    OpDef('sqrt', _floating, torch.sqrt, _np_floating(np.sqrt)),
-    OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu),
+          lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype))), grad=_relu_grad),
+    OpDef('sigmoid', _floating, torch.sigmoid, _np_floating(_np_sigmoid), grad=_sigmoid_grad),
+    OpDef('tanh', _floating, torch.tanh, _np_floating(np.tanh), grad=_tanh_grad),
+    OpDef('exp', _floating, torch.exp, _np_floating(np.exp), grad=_exp_grad),
+    OpDef('log', _floating, torch.log, _np_floating(np.log), grad=_log_grad),
+    OpDef('sqrt', _floating, torch.sqrt, _np_floating(np.sqrt), grad=_sqrt_grad),
+    OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu, grad=_gelu_grad),
     OpDef('logical_not', _logical_not_type, torch.logical_not,
           lambda x: np.asarray(np.logical_not(x))),
-    OpDef('clamp', _clamp_type, torch.clamp, _np_clamp),
+    OpDef('clamp', _clamp_type, torch.clamp, _np_clamp, grad=_clamp_grad),
     OpDef('cast', _cast_type,
           lambda x, dtype: x.to(TORCH_DTYPES[dtype]),
-          lambda x, dtype: x.astype(NUMPY_DTYPES[dtype])),
+          lambda x, dtype: x.astype(NUMPY_DTYPES[dtype]), grad=_cast_grad),
 ]

@@ -1,0 +1,48 @@
+"""Neural networks on GT tensors with torch.nn's API: `Module`, layers, losses and the
+optimizers, so a PyTorch training script ports by changing its imports.
+
+    from gt.nn import Module, Linear, SGD
+    import gt.nn.functional as F
+"""
+
+from gt.nn import functional, optim
+from gt.nn.containers import ModuleList, Sequential
+from gt.nn.layers import (
+    GELU,
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    L1Loss,
+    LayerNorm,
+    Linear,
+    LogSoftmax,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from gt.nn.losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+)
+from gt.nn.module import Module, Parameter
+from gt.nn.optim import SGD, Adam, AdamW, Optimizer
+
+__all__ = [
+    'Module', 'Parameter', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
+    'Dropout', 'ReLU', 'Sigmoid', 'Tanh', 'GELU', 'Softmax', 'LogSoftmax', 'Flatten',
+    'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',
+    'CrossEntropyLoss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
+    'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'Optimizer', 'SGD', 'Adam',
+    'AdamW', 'functional', 'optim',
+]

@@ -1,0 +1,195 @@
+"""Layers with torch.nn's parameters, names, shapes and default initialization, and the
+loss modules. Initial values are drawn on the worker (`gt.rand`, `gt.randn`), so making
+a model sends no data; they follow torch's distributions, not its random stream.
+"""
+
+import math
+from typing import Sequence
+
+from gt.autograd import no_grad
+from gt.creation import ones, rand, randn, zeros
+from gt.nn import functional as F
+from gt.nn.module import Module, Parameter
+from gt.tensor import Tensor
+
+
+def uniform(*shape: int, bound: float) -> Parameter:
+    """A parameter drawn from U(-bound, bound) on the worker, as torch's `uniform_`."""
+    with no_grad():
+        return Parameter(rand(*shape) * (2.0 * bound) - bound)
+
+
+class Linear(Module):
+    """`y = x @ weight.T + bias`, weight (out_features, in_features). Both are drawn from
+    U(-1/sqrt(in_features), 1/sqrt(in_features)), which is what torch's
+    kaiming_uniform_(a=sqrt(5)) comes to."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = uniform(out_features, in_features, bound=bound)
+        if bias:
+            self.bias = uniform(out_features, bound=bound)
+        else:
+            self.register_parameter('bias', None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f'in_features={self.in_features}, out_features={self.out_features}, '
+                f'bias={self.bias is not None}')
+
+
+class Embedding(Module):
+    """A table of `num_embeddings` rows of size `embedding_dim`, drawn from N(0, 1)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = Parameter(randn(num_embeddings, embedding_dim))
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f'{self.num_embeddings}, {self.embedding_dim}'
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape: Sequence[int] | int, eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        self.register_parameter('weight', Parameter(ones(*shape)) if elementwise_affine
+                                else None)
+        self.register_parameter('bias', Parameter(zeros(*shape)) if elementwise_affine and bias
+                                else None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f'{self.normalized_shape}, eps={self.eps}, '
+                f'elementwise_affine={self.elementwise_affine}')
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f'dropout probability has to be between 0 and 1, but got {p}')
+        self.p = p
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f'p={self.p}'
+
+
+# ---- parameter-free layers -------------------------------------------------------------------
+class ReLU(Module):
+    def forward(self, input: Tensor) -> Tensor: return input.relu()
+
+
+class Sigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor: return input.sigmoid()
+
+
+class Tanh(Module):
+    def forward(self, input: Tensor) -> Tensor: return input.tanh()
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = 'none') -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor: return input.gelu(self.approximate)
+    def extra_repr(self) -> str: return f'approximate={self.approximate!r}'
+
+
+class Softmax(Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor: return input.softmax(self.dim)
+
+
+class LogSoftmax(Softmax):
+    def forward(self, input: Tensor) -> Tensor: return input.log_softmax(self.dim)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
+
+
+class Identity(Module):
+    def forward(self, input: Tensor) -> Tensor: return input
+
+
+# ---- losses ----------------------------------------------------------------------------------
+class MSELoss(Module):
+    def __init__(self, reduction: str = 'mean') -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(MSELoss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class BCELoss(Module):
+    def __init__(self, weight: Tensor | None = None, reduction: str = 'mean') -> None:
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    def __init__(self, weight: Tensor | None = None, reduction: str = 'mean',
+                 pos_weight: Tensor | None = None) -> None:
+        super().__init__()
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction,
+                                                  self.pos_weight)
+
+
+class NLLLoss(Module):
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = 'mean') -> None:
+        super().__init__()
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+
+
+class CrossEntropyLoss(NLLLoss):
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = 'mean', label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, ignore_index, reduction)
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
+                               self.label_smoothing)

@@ -1,0 +1,160 @@
+"""Loss functions with torch's formulas, reductions and defaults (`gt.nn.functional`
+re-exports them). Unlike torch, an input and target of different shapes raise a
+ValueError naming both shapes instead of broadcasting with a warning.
+"""
+
+import torch
+
+from gt.functional import where
+from gt.tensor import Tensor, emit
+
+REDUCTIONS = ('mean', 'sum', 'none')
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == 'mean':
+        return loss.mean()
+    if reduction == 'sum':
+        return loss.sum()
+    return loss
+
+
+def _check(name: str, input: Tensor, target: Tensor, reduction: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f'{name}: input of shape {list(input.shape)} and target of shape '
+                         f'{list(target.shape)} differ; they must have the same shape')
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
+    _check('mse_loss', input, target, reduction)
+    difference = input - target
+    return _reduce(difference * difference, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
+    _check('l1_loss', input, target, reduction)
+    return _reduce((input - target).abs(), reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = 'mean') -> Tensor:
+    """On probabilities; torch clamps each log at -100 so that 0 and 1 give finite loss."""
+    _check('binary_cross_entropy', input, target, reduction)
+    log_p = input.log().clamp(min=-100.0)
+    log_not_p = (1 - input).log().clamp(min=-100.0)
+    loss = -(target * log_p + (1 - target) * log_not_p)
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, reduction: str = 'mean',
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """On logits, in torch's stable form `(1 - target) * x - log_sigmoid(x)`, which neither
+    overflows nor loses the tiny losses of confident, correct predictions."""
+    _check('binary_cross_entropy_with_logits', input, target, reduction)
+    log_sigmoid = emit('minimum', input, 0.0) - _log1p((-input.abs()).exp())
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input - log_sigmoid
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def _log1p(z: Tensor) -> Tensor:
+    """log(1 + z), accurate for tiny z (there is no log1p op): Goldberg's correction
+    log(u) * z / (u - 1) with u = 1 + z, and z itself where u rounds to 1."""
+    u = z + 1
+    rounded = u - 1
+    exact = rounded == 0
+    safe = where(exact, 1.0, rounded)  # no 0/0 in the branch that is not taken
+    return where(exact, z, u.log() * (z / safe))
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             ignore_index: int = -100, reduction: str = 'mean') -> Tensor:
+    """Negative log-likelihood of integer class targets, from log-probabilities of shape
+    (C,), (N, C) or (N, C, d1, ...); 'mean' divides by the summed weights of the
+    targets that are not `ignore_index`, as torch does."""
+    loss, weights = _picked(input, target, weight, ignore_index, reduction, 'nll_loss')
+    if reduction == 'mean':
+        return loss.sum() / weights.sum()
+    return loss.sum() if reduction == 'sum' else loss
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  ignore_index: int = -100, reduction: str = 'mean',
+                  label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax over the class dim (1, or 0 for an unbatched input) then nll_loss; a
+    floating target of the input's shape holds class probabilities instead."""
+    class_dim = 0 if input.ndim == 1 else 1
+    log_p = input.log_softmax(class_dim)
+    n_classes = input.shape[class_dim]
+    if target.dtype.is_floating_point:
+        return _soft_cross_entropy(log_p, target, weight, reduction, label_smoothing)
+    loss, weights = _picked(log_p, target, weight, ignore_index, reduction, 'cross_entropy')
+    if label_smoothing:
+        every = log_p if weight is None else log_p * _class_shaped(weight, log_p, class_dim)
+        smooth = -every.sum(class_dim) * (target != ignore_index).to(log_p.dtype)
+    if reduction == 'mean':
+        total = weights.sum()
+        loss = loss.sum() / total
+        smooth = smooth.sum() / total if label_smoothing else None
+    elif reduction == 'sum':
+        loss = loss.sum()
+        smooth = smooth.sum() if label_smoothing else None
+    if not label_smoothing:
+        return loss
+    return (1 - label_smoothing) * loss + smooth * (label_smoothing / n_classes)
+
+
+def _soft_cross_entropy(log_p: Tensor, target: Tensor, weight: Tensor | None,
+                        reduction: str, label_smoothing: float) -> Tensor:
+    _check('cross_entropy', log_p, target, reduction)
+    class_dim = 0 if log_p.ndim == 1 else 1
+    n_classes = log_p.shape[class_dim]
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    product = log_p * target
+    if weight is not None:
+        product = product * _class_shaped(weight, log_p, class_dim)
+    loss = -product.sum(class_dim)
+    if reduction == 'mean':
+        return loss.sum() / (log_p.numel() // n_classes) if log_p.ndim > 1 else loss
+    return loss.sum() if reduction == 'sum' else loss
+
+
+def _class_shaped(weight: Tensor, like: Tensor, class_dim: int) -> Tensor:
+    """Per-class `weight` shaped to broadcast along `like`'s class dim."""
+    return weight.reshape(-1, *[1] * (like.ndim - class_dim - 1))
+
+
+def _picked(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+            reduction: str, name: str) -> tuple[Tensor, Tensor]:
+    """Each target's negated, weighted log-probability (0 where ignored), and the weights."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    class_dim = 0 if log_p.ndim == 1 else 1
+    expected = tuple(log_p.shape[:class_dim]) + tuple(log_p.shape[class_dim + 1:])
+    if tuple(target.shape) != expected:
+        raise ValueError(f'{name}: input of shape {list(log_p.shape)} needs a target of shape '
+                         f'{list(expected)} (one class index per row), got '
+                         f'{list(target.shape)}')
+    if target.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f'{name}: expected an int64 (or int32) tensor of class indices as the '
+                        f'target, got {target.dtype}')
+    if weight is not None and tuple(weight.shape) != (log_p.shape[class_dim],):
+        raise ValueError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
+                         f'class ({log_p.shape[class_dim]})')
+    kept = target != ignore_index
+    index = where(kept, target, 0)  # an ignored target still needs a valid index to gather
+    picked = emit('gather', log_p, index.unsqueeze(class_dim), dim=class_dim).squeeze(class_dim)
+    weights = kept.to(log_p.dtype)
+    if weight is not None:
+        weights = weights * embedding_rows(weight, index)
+    return -picked * weights, weights
+
+
+def embedding_rows(weight: Tensor, index: Tensor) -> Tensor:
+    """`weight[index]` for a 1-D weight and an integer tensor of any shape."""
+    return emit('embedding', weight.reshape(-1, 1), index).squeeze(-1)

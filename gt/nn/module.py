@@ -1,0 +1,290 @@
+"""`Module` and `Parameter`, with torch.nn's semantics: parameters and submodules are
+registered by assigning them as attributes, named with torch's dotted names, and saved
+and loaded through `state_dict()`, which holds torch tensors so weights move both ways
+between GT and PyTorch models.
+"""
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from gt.autograd import no_grad, set_requires_grad
+from gt.runtime import client as connection
+from gt.tensor import Tensor
+
+IncompatibleKeys = namedtuple('IncompatibleKeys', ['missing_keys', 'unexpected_keys'])
+
+
+class Parameter(Tensor):
+    """A leaf tensor that requires grad and that a Module registers when assigned to it.
+    `data` may be a gt Tensor (its value is copied), a torch tensor or a numpy array."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True):
+        from gt.creation import tensor, zeros
+
+        if data is None:
+            source = zeros(0)
+        elif isinstance(data, Tensor):
+            source = data.detach()
+        else:
+            source = tensor(data)
+        Tensor.__init__(self, source._id, source._type, source._client)
+        source._id = None  # the detached copy is ours alone: take over its value
+        set_requires_grad(self, requires_grad)
+
+    def __repr__(self) -> str:
+        return f'Parameter containing:\n{Tensor.__repr__(self)}'
+
+
+class Module:
+    """Base class of models: subclasses assign layers and Parameters in `__init__` (after
+    `super().__init__()`) and define `forward`."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, '_parameters', OrderedDict())
+        object.__setattr__(self, '_buffers', OrderedDict())
+        object.__setattr__(self, '_modules', OrderedDict())
+        object.__setattr__(self, 'training', True)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'{type(self).__name__} does not define forward()')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ---- registration --------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        registries = self.__dict__.get('_parameters'), self.__dict__.get('_modules')
+        if isinstance(value, (Parameter, Module)) and None in registries:
+            raise AttributeError(f'cannot assign {type(value).__name__} {name!r} before '
+                                 f'Module.__init__() is called (call super().__init__() first)')
+        parameters, modules = registries
+        if isinstance(value, Parameter):
+            self._forget(name)
+            parameters[name] = value
+        elif parameters is not None and name in parameters:
+            if value is not None:
+                raise TypeError(f'cannot assign {type(value).__name__} as parameter {name!r} '
+                                '(gt.nn.Parameter or None expected)')
+            parameters[name] = None
+        elif isinstance(value, Module):
+            self._forget(name)
+            modules[name] = value
+        elif modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f'cannot assign {type(value).__name__} as child module '
+                                f'{name!r} (gt.nn.Module or None expected)')
+            modules[name] = None
+        elif name in self.__dict__.get('_buffers', ()):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f'cannot assign {type(value).__name__} as buffer {name!r} '
+                                '(gt.Tensor or None expected)')
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when ordinary lookup fails: registered things live in the registries.
+        for registry in ('_parameters', '_buffers', '_modules'):
+            entries = self.__dict__.get(registry)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f'{type(self).__name__!r} object has no attribute {name!r}')
+
+    def __delattr__(self, name: str) -> None:
+        if not self._forget(name):
+            object.__delattr__(self, name)
+
+    def _forget(self, name: str) -> bool:
+        """Drop `name` wherever it is registered; whether it was."""
+        found = False
+        for registry in ('_parameters', '_buffers', '_modules'):
+            entries = self.__dict__.get(registry)
+            if entries is not None and name in entries:
+                del entries[name]
+                found = True
+        if name in self.__dict__:
+            del self.__dict__[name]
+            found = True
+        return found
+
+    def register_buffer(self, name: str, tensor: Tensor | None) -> None:
+        """A tensor that is part of the state (saved in state_dict) but not a parameter."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f'cannot assign {type(tensor).__name__} as buffer {name!r} '
+                            '(gt.Tensor or None expected)')
+        self._forget(name)
+        self._buffers[name] = tensor
+
+    def register_parameter(self, name: str, parameter: Parameter | None) -> None:
+        if parameter is not None and not isinstance(parameter, Parameter):
+            raise TypeError(f'cannot assign {type(parameter).__name__} as parameter {name!r} '
+                            '(gt.nn.Parameter or None expected)')
+        self._forget(name)
+        self._parameters[name] = parameter
+
+    def add_module(self, name: str, module: 'Module | None') -> None:
+        self._forget(name)
+        self._modules[name] = module
+
+    # ---- traversal -----------------------------------------------------------------------
+    def named_modules(self, prefix: str = '', memo: set | None = None
+                      ) -> Iterator[tuple[str, 'Module']]:
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(f'{prefix}.{name}' if prefix else name, memo)
+
+    def modules(self) -> Iterator['Module']:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, 'Module']]:
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator['Module']:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool
+                       ) -> Iterator[tuple[str, Tensor]]:
+        # Tensors compare elementwise, so duplicates are found by identity.
+        seen = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, member in module.__dict__[registry].items():
+                if member is None or id(member) in seen:
+                    continue
+                seen.add(id(member))
+                yield (f'{module_prefix}.{name}' if module_prefix else name), member
+
+    def named_parameters(self, prefix: str = '', recurse: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members('_parameters', prefix, recurse)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, parameter in self.named_parameters(recurse=recurse):
+            yield parameter
+
+    def named_buffers(self, prefix: str = '', recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members('_buffers', prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    # ---- modes and gradients -------------------------------------------------------------
+    def train(self, mode: bool = True) -> 'Module':
+        for module in self.modules():
+            object.__setattr__(module, 'training', bool(mode))
+        return self
+
+    def eval(self) -> 'Module':
+        return self.train(False)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for parameter in self.parameters():
+            if parameter._grad is None:
+                continue
+            if set_to_none:
+                parameter.grad = None
+            else:
+                with no_grad():
+                    parameter._grad.zero_()
+
+    def requires_grad_(self, requires_grad: bool = True) -> 'Module':
+        for parameter in self.parameters():
+            parameter.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, function: Any) -> 'Module':
+        for module in self.children():
+            module.apply(function)
+        function(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> 'Module':
+        """Casts floating parameters and buffers to a dtype; devices are GT's business."""
+        dtype = kwargs.get('dtype', next((a for a in args if isinstance(a, torch.dtype)), None))
+        if dtype is not None:
+            with no_grad():
+                for tensor in [*self.parameters(), *self.buffers()]:
+                    if tensor.dtype.is_floating_point:
+                        tensor._rebind(tensor.to(dtype))
+        return self
+
+    def float(self) -> 'Module': return self.to(torch.float32)
+    def double(self) -> 'Module': return self.to(torch.float64)
+
+    # ---- saving and loading --------------------------------------------------------------
+    def state_dict(self, keep_vars: bool = False) -> 'OrderedDict[str, Any]':
+        """Parameters and buffers by dotted name, as CPU torch tensors fetched in one round
+        trip (or the gt tensors themselves with `keep_vars=True`)."""
+        entries = [*self.named_parameters(), *self.named_buffers()]
+        if keep_vars or not entries:
+            return OrderedDict(entries)
+        values = connection.current().fetch([tensor._id for _, tensor in entries])
+        return OrderedDict((name, value) for (name, _), value in zip(entries, values))
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy values (torch tensors, numpy arrays or gt tensors) into the parameters and
+        buffers of the same names, as torch does, checking names and shapes first."""
+        from gt.creation import tensor as make_tensor
+
+        own = OrderedDict([*self.named_parameters(), *self.named_buffers()])
+        missing = [name for name in own if name not in state_dict]
+        unexpected = [name for name in state_dict if name not in own]
+        problems = []
+        if strict and unexpected:
+            problems.append('unexpected key(s) in state_dict: ' + ', '.join(map(repr, unexpected)))
+        if strict and missing:
+            problems.append('missing key(s) in state_dict: ' + ', '.join(map(repr, missing)))
+        for name, value in state_dict.items():
+            if name in own and tuple(np.shape(value)) != tuple(own[name].shape):
+                problems.append(f'size mismatch for {name!r}: copying a value of shape '
+                                f'{list(np.shape(value))} from the state_dict, the shape in '
+                                f'the current model is {list(own[name].shape)}')
+        if problems:
+            raise RuntimeError(f'error(s) in loading state_dict for {type(self).__name__}:\n  '
+                               + '\n  '.join(problems))
+        with no_grad():
+            for name, target in own.items():
+                if name not in state_dict:
+                    continue
+                value = state_dict[name]
+                if isinstance(value, Tensor):
+                    new = value.to(target.dtype).clone()
+                else:
+                    new = make_tensor(value, dtype=target.dtype)
+                target._rebind(new)
+        return IncompatibleKeys(missing, unexpected)
+
+    # ---- printing ------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ''
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, module in self._modules.items():
+            child = repr(module).replace('\n', '\n  ')
+            lines.append(f'({name}): {child}')
+        extra = self.extra_repr()
+        if not lines:
+            return f'{type(self).__name__}({extra})'
+        body = '\n  '.join(([extra] if extra else []) + lines)
+        return f'{type(self).__name__}(\n  {body}\n)'
