@@ -7,7 +7,7 @@
 import torch as _torch
 
 from gt import debug, nn, signal
-from gt.autograd import enable_grad, no_grad, set_grad_enabled
+from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gt.creation import (
     arange,
     from_numpy,
@@ -72,7 +72,8 @@ def sync() -> None:
 __all__ = [
     'Tensor', 'tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full', 'arange',
     'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
-    'connect', 'gpu_workers', 'sync', 'no_grad', 'enable_grad', 'set_grad_enabled', 'signal',
+    'connect', 'gpu_workers', 'sync', 'no_grad', 'enable_grad', 'set_grad_enabled',
+    'is_grad_enabled', 'signal',
     'debug', 'WorkerError', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn',

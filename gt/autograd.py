@@ -33,14 +33,24 @@ class set_grad_enabled:
     """`with gt.set_grad_enabled(False):`, or called plainly to set the mode, as in torch."""
 
     def __init__(self, mode: bool):
-        self.previous = grad_mode.enabled
-        grad_mode.enabled = bool(mode)
+        self.mode, self.previous = bool(mode), grad_mode.enabled
+        grad_mode.enabled = self.mode
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
         grad_mode.enabled = self.previous
+
+    def __call__(self, function: Callable) -> Callable:
+        grad_mode.enabled = self.previous  # as a decorator, it sets the mode per call only
+        mode = self.mode
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return function(*args, **kwargs)
+        return wrapper
 
 
 class no_grad:
@@ -81,7 +91,7 @@ class TapeNode:
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
-        self.inputs = inputs
+        self.inputs = list(inputs)
         self.input_ids = [t._id for t in inputs]  # to notice inputs updated in place later
         self.attrs = attrs
         self.output_ids = [out._id for out in outputs]

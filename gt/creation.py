@@ -89,7 +89,7 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
         raise TypeError(f'from_numpy expects a numpy array, got {type(array).__name__}')
     name = dtype_name(array.dtype)
     client = connection.current()
-    slot = client.add_data(array)
+    slot = client.add_data(array, name)
     result = apply('from_numpy', [], shape=list(array.shape), dtype=name, slot=slot)
     if requires_grad:
         result.requires_grad_()
@@ -114,7 +114,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         array = source.numpy()
         name = DTYPE_NAMES[source.dtype]
     client = connection.current()
-    slot = client.add_data(array)
+    slot = client.add_data(array, name)
     result = apply('from_numpy', [], shape=list(array.shape), dtype=name, slot=slot)
     if requires_grad:
         result.requires_grad_()

@@ -217,9 +217,11 @@ class Tensor:
         # `h += x` records an add whose input is h: then the tape keeps h's old value.
         if new.grad_fn is None or not new.grad_fn.rebind_output(new, self):
             self._client.release(self._id)
-        self._id, self._type, self.grad_fn = new._id, new._type, new.grad_fn
         if new.grad_fn is not None:
             self.requires_grad = True
+        elif self.grad_fn is not None:
+            self.requires_grad = False  # a non-leaf overwritten with a constant (zero_, fill_)
+        self._id, self._type, self.grad_fn = new._id, new._type, new.grad_fn
         new._id = None
         return self
 

@@ -115,9 +115,11 @@ class Client:
             self.flush()
         return first
 
-    def add_data(self, array: np.ndarray) -> int:
-        """Attach an array to the pending fragment; return its slot for `from_numpy`."""
-        self.pending.data_headers.append([array.dtype.name, list(array.shape)])
+    def add_data(self, array: np.ndarray, dtype: str) -> int:
+        """Attach an array to the pending fragment; return its slot for `from_numpy`.
+        `dtype` names the GT dtype (bfloat16 travels as the raw 16-bit words of a uint16
+        array)."""
+        self.pending.data_headers.append([dtype, list(array.shape)])
         self.pending.data.append(np.ascontiguousarray(array).copy())
         return len(self.pending.data) - 1
 

@@ -5,6 +5,7 @@ import gc
 import os
 import socket as sockets
 import threading
+import traceback
 import uuid
 from typing import Any
 
@@ -57,7 +58,10 @@ class Worker:
                 message, frames = receive(self.socket)
             except ProtocolError:
                 continue  # the dispatcher never sends these; drop noise rather than die
-            self.handlers[type(message)](message, frames)
+            try:
+                self.handlers[type(message)](message, frames)
+            except Exception:  # a worker outlives any one bad message
+                traceback.print_exc()
 
     def _register(self) -> None:
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
@@ -83,7 +87,11 @@ class Worker:
         for program_id in message.forget:
             self.programs.pop(program_id, None)
         if message.program_id >= 0:
-            self._run(message, values, frames)
+            try:
+                self._run(message, values, frames)
+            except Exception as error:  # not an op's failure: the message itself was bad
+                report = [message.base, None, 'run', f'{type(error).__name__}: {error}']
+                self.errors.setdefault(session, []).append(report)
         # Releases come after the run: the fragment may read a value freed since it was recorded.
         for value_id in message.releases:
             values.pop(value_id, None)

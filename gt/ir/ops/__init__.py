@@ -1,10 +1,10 @@
 """The op table: every op GT knows, defined once, in one row.
 
 A row (`OpDef`) holds the op's type rule, its torch implementation (which is also the
-interpreter and the test oracle), its numpy implementation and room for its sharding
-and gradient rules. The rows live in one file per family (creation, elementwise,
-unary, reductions, shapes, indexing, linear algebra) only to keep files short; `OPS` is
-the one table.
+interpreter and the test oracle), its numpy implementation, its gradient rule (built
+from ops of the table; see gradients.py) and room for its sharding rule. The rows live
+in one file per family (creation, elementwise, unary, reductions, shapes, indexing,
+linear algebra) only to keep files short; `OPS` is the one table.
 """
 
 from gt.ir.ops import creation, elementwise, indexing, linalg, reductions, shapes, unary

@@ -23,6 +23,10 @@ class OpDef:
     array itself when the op has one output, else a tuple (empty for none). Creation ops
     (`source=True`) take a `RunContext` before the inputs. Attrs always arrive by keyword,
     all of them, and after msgpack, so tuples arrive as lists.
+
+    `grad(emit, inputs, grads, **attrs)` returns one gradient (or None) per input, built
+    with `emit(op, *operands, **attrs)` from the inputs and the output gradients (None
+    for an output that got none); None for ops without gradients. See gradients.py.
     """
 
     name: str

@@ -170,7 +170,9 @@ def _mean_grad(emit, inputs, grads, dim, keepdim):
 
 def _shared_by_ties(emit, op, x, g, dim, keepdim):
     """amax/amin: every element equal to the extreme gets an even share, as in torch."""
-    ties = emit('eq', x, emit(op, x, dim=dim, keepdim=True))
+    # Recomputed as the forward computed it, so that the dispatcher's CSE finds it.
+    extreme = kept_dims(emit, emit(op, x, dim=dim, keepdim=keepdim), x.shape, dim, keepdim)
+    ties = emit('eq', x, extreme)
     count = emit('sum', ties, dim=dim, keepdim=True)
     return [emit('mul', emit('div', kept_dims(emit, g, x.shape, dim, keepdim), count), ties)]
 
@@ -189,8 +191,8 @@ def _to_index(emit, op, x, g, dim, keepdim):
         return [None]
     if x.ndim == 0:
         return [g]
-    _, index = emit(op, x, dim=dim, keepdim=True)
-    g = kept_dims(emit, g, x.shape, dim, keepdim)
+    _, index = emit(op, x, dim=dim, keepdim=keepdim)  # as the forward did: CSE finds it
+    index, g = (kept_dims(emit, t, x.shape, dim, keepdim) for t in (index, g))
     return [emit('scatter_add', zeros_of(emit, x.shape, g), index, g, dim=dim)]
 
 

@@ -1,0 +1,122 @@
+"""Gradients of the elementwise ops against torch, with broadcasting, Python-number
+operands, ties and mixed dtypes: 'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum',
+'remainder', 'where', 'neg', 'abs', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt',
+'gelu', 'clamp' and 'cast'."""
+
+import numpy as np
+import pytest
+import torch
+from check import check_vs_torch, lib
+
+BROADCAST = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((1,), ())]
+
+
+@pytest.mark.parametrize('shapes', BROADCAST, ids=str)
+@pytest.mark.parametrize('name, fn', [
+    ('add', lambda a, b: a + b),
+    ('sub', lambda a, b: a - b),
+    ('mul', lambda a, b: a * b),
+    ('div', lambda a, b: a / (b * b + 0.5)),
+    ('maximum', lambda a, b: a.maximum(b)),
+    ('minimum', lambda a, b: a.minimum(b)),
+    ('where', lambda a, b: lib(a).where(a > b, a, b * 2)),
+])
+def test_binary(name, fn, shapes):
+    check_vs_torch(fn, *shapes)
+
+
+def test_pow_base_and_exponent():
+    check_vs_torch(lambda a, b: a ** b, (3, 4), (4,), positive=True)
+    check_vs_torch(lambda a, b: a.pow(b), (2, 3), (2, 3), positive=True)
+
+
+def test_pow_with_numbers():
+    check_vs_torch(lambda a: a ** 2 + a ** 3.5 + a ** 0 + a ** -1.5, (3, 4), positive=True)
+    check_vs_torch(lambda a: 2 ** a + 0.5 ** a, (3, 4))
+    check_vs_torch(lambda a: a ** 2, (5,))  # negative bases, integer exponent
+
+
+def test_pow_at_zero_base_and_zero_exponent():
+    base = np.array([0.0, 0.0, 1.5, 0.0, 2.0])
+    exponent = np.array([0.0, 2.0, 0.0, 0.5, 1.0])
+    check_vs_torch(lambda a, b: a ** b, data=[base, exponent])
+
+
+def test_numbers_on_either_side():
+    check_vs_torch(lambda a: 1 - a * 3 + 2 / (a * a + 1) - a / 4 + (5 + a), (3, 2))
+
+
+def test_remainder():
+    check_vs_torch(lambda a, b: a % (b.abs() + 0.5), (3, 4), (4,))
+    check_vs_torch(lambda a: a % 0.7, (6,))
+
+
+def test_ties_of_maximum_and_minimum_split_the_gradient():
+    a = np.array([1.0, 2.0, 3.0, -1.0])
+    b = np.array([1.0, 0.0, 3.0, 5.0])
+    check_vs_torch(lambda x, y: x.maximum(y) * 3 + x.minimum(y), data=[a, b])
+    check_vs_torch(lambda x: x.maximum(x), data=[a])
+
+
+def test_where_with_numbers_and_broadcast_condition():
+    check_vs_torch(lambda a, b: lib(a).where(b > 0, a, 0.0), (2, 3), (3,))
+    check_vs_torch(lambda a: lib(a).where(a < 0, 1.5, a), (4,))
+
+
+def test_mixed_dtypes_give_each_input_its_own_dtype():
+    def fn(a, b):
+        return a.float() * b + a.float().double() * 2
+
+    check_vs_torch(fn, (3,), (3,))
+    check_vs_torch(lambda a, b: a.float() + b, (2, 3), (3,))
+
+
+def _gelu(x, approximate):
+    if isinstance(x, torch.Tensor):
+        return torch.nn.functional.gelu(x, approximate=approximate)
+    return x.gelu(approximate=approximate)
+
+
+@pytest.mark.parametrize('dtype', [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize('name, fn', [
+    ('neg', lambda x: -x),
+    ('abs', lambda x: x.abs()),
+    ('relu', lambda x: x.relu()),
+    ('sigmoid', lambda x: x.sigmoid()),
+    ('tanh', lambda x: x.tanh()),
+    ('exp', lambda x: x.exp()),
+    ('log', lambda x: (x * x + 0.1).log()),
+    ('sqrt', lambda x: (x * x + 0.1).sqrt()),
+    ('gelu none', lambda x: _gelu(x, 'none')),
+    ('gelu tanh', lambda x: _gelu(x, 'tanh')),
+    ('clamp', lambda x: x.clamp(-0.5, 0.7)),
+    ('clamp min', lambda x: x.clamp(min=-0.2)),
+    ('clamp max', lambda x: x.clamp(max=0.1)),
+])
+def test_unary(name, fn, dtype):
+    check_vs_torch(fn, (4, 5), dtype=dtype)
+
+
+def test_unary_at_kinks():
+    """Where torch picks a subgradient: relu and abs at 0, clamp at its bounds (inclusive),
+    gelu at 0 and far out."""
+    data = np.array([-2.0, -0.5, 0.0, 0.5, 1.0, -0.0, 3.0, -30.0, 30.0])
+    check_vs_torch(lambda x: x.relu() + x.abs() * 2, data=[data])
+    check_vs_torch(lambda x: x.clamp(-0.5, 0.5) + x.clamp(min=0.0) * 3, data=[data])
+    check_vs_torch(lambda x: x.clamp(1.0, 0.0), data=[data])  # min > max: max wins
+    check_vs_torch(lambda x: _gelu(x, 'none') + _gelu(x, 'tanh') * 3, data=[data])
+
+
+def test_unary_of_0d_tensors():
+    check_vs_torch(lambda x: x.exp() * x.tanh() - x.relu(), ())
+
+
+def test_casts():
+    check_vs_torch(lambda x: x.float() * 3, (3, 4))
+    check_vs_torch(lambda x: x.double().half().float(), (3,), dtype=torch.float32)
+    check_vs_torch(lambda x: x.clone() * x, (3,))
+
+
+def test_casts_to_integers_have_no_gradient():
+    check_vs_torch(lambda x: (x * 3).long(), (3, 4))
+    check_vs_torch(lambda x: (x > 0, x.to(torch.int32), x.bool()), (5,))
