@@ -51,7 +51,10 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False) -> Tensor:
         start, end = 0, start
     if step == 0:
         raise ValueError('arange: step must be nonzero')
-    count = max(0, int(np.ceil((end - start) / step)))
+    if (end - start) * step < 0:
+        raise ValueError(f'arange: upper bound {end} and lower bound {start} are inconsistent '
+                         f'with step sign {step}')
+    count = int(np.ceil((end - start) / step))
     if dtype is None:
         dtype = torch.float32 if any(isinstance(v, float) for v in (start, end, step)) \
             else torch.int64

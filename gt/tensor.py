@@ -6,7 +6,6 @@ user's line. Values are only computed when something needs them (`.data`, `.nump
 """
 
 import warnings
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -14,25 +13,25 @@ import torch
 
 from gt import autograd
 from gt.autograd import grad_mode
-from gt.indexing import normalize_index
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
+    DEFAULT_FLOAT,
     DIMENSIONED,
+    FLOATING,
     PYTHON_SCALAR,
     TORCH_DTYPES,
     ZERO_DIM,
-    dtype_name,
     result_type,
     scalar_dtype,
 )
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
 from gt.signal import current_scope
+from gt.tensor_math import MathMethods
+from gt.tensor_shapes import ShapeMethods
 
-MinMax = namedtuple('MinMax', ['values', 'indices'])
 
-
-class Tensor:
+class Tensor(MathMethods, ShapeMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
                  '__weakref__')
 
@@ -113,8 +112,8 @@ class Tensor:
 
     def item(self) -> Any:
         if self.numel() != 1:
-            raise ValueError(f'a tensor with {self.numel()} elements cannot be converted to '
-                             'a Python scalar')
+            raise RuntimeError(f'a tensor with {self.numel()} elements cannot be converted to '
+                               'a Python scalar')
         return self.data.item()
 
     def tolist(self) -> Any:
@@ -136,6 +135,11 @@ class Tensor:
         if self._type.dtype not in ('int64', 'int32', 'int16', 'int8', 'uint8'):
             raise TypeError('only integer tensors of a single element can be used as an index')
         return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
 
     def __repr__(self) -> str:
         text = repr(self.data)
@@ -180,9 +184,13 @@ class Tensor:
     def __neg__(self): return apply('neg', [self])
     def __pos__(self): return self
     def __abs__(self): return apply('abs', [self])
-    def __invert__(self): return apply('logical_not', [self])
-    def __and__(self, other): return binary('logical_and', self, other)
-    def __or__(self, other): return binary('logical_or', self, other)
+    def __invert__(self): return apply('bitwise_not', [self])
+    def __and__(self, other): return binary('bitwise_and', self, other)
+    def __rand__(self, other): return binary('bitwise_and', other, self)
+    def __or__(self, other): return binary('bitwise_or', self, other)
+    def __ror__(self, other): return binary('bitwise_or', other, self)
+    def __xor__(self, other): return binary('bitwise_xor', self, other)
+    def __rxor__(self, other): return binary('bitwise_xor', other, self)
     def __eq__(self, other): return binary('eq', self, other)
     def __ne__(self, other): return binary('ne', self, other)
     def __gt__(self, other): return binary('gt', self, other)
@@ -191,15 +199,24 @@ class Tensor:
     def __le__(self, other): return binary('le', self, other)
 
     # In-place operators rebind this tensor to the new value (the graph is never mutated).
-    def __iadd__(self, other): return self._rebind(self + other)
-    def __isub__(self, other): return self._rebind(self - other)
-    def __imul__(self, other): return self._rebind(self * other)
-    def __itruediv__(self, other): return self._rebind(self / other)
+    def __iadd__(self, other): return self._in_place('add', other)
+    def __isub__(self, other): return self._in_place('sub', other)
+    def __imul__(self, other): return self._in_place('mul', other)
+    def __itruediv__(self, other): return self._in_place('div', other)
+    add_, sub_, mul_, div_ = __iadd__, __isub__, __imul__, __itruediv__
 
-    def add_(self, other): return self._rebind(self + other)
-    def sub_(self, other): return self._rebind(self - other)
-    def mul_(self, other): return self._rebind(self * other)
-    def div_(self, other): return self._rebind(self / other)
+    def _in_place(self, op: str, other: Any) -> 'Tensor':
+        """`self op= other` as torch does it: the result keeps self's shape and dtype."""
+        result = binary(op, self, other)
+        if result._type.shape != self._type.shape:
+            raise RuntimeError(f'output with shape {list(self.shape)} does not match the '
+                               f'broadcast shape {list(result.shape)}')
+        if result._type.dtype != self._type.dtype:
+            if not torch.can_cast(result.dtype, self.dtype):
+                raise RuntimeError(f'result type {result._type.dtype} cannot be cast to the '
+                                   f'desired output type {self._type.dtype}')
+            result = result.to(self.dtype)
+        return self._rebind(result)
 
     def zero_(self) -> 'Tensor':
         return self._rebind(creation('zeros', self._type.shape, self._type.dtype))
@@ -225,150 +242,6 @@ class Tensor:
         new._id = None
         return self
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        index = normalize_index(key, self._type.shape)
-        value = as_tensor(value, like=self)
-        self._rebind(apply('setitem', [self, value], index=index))
-
-    def __getitem__(self, key: Any) -> 'Tensor':
-        return apply('getitem', [self], index=normalize_index(key, self._type.shape))
-
-    # ---- elementwise -----------------------------------------------------------------
-    def relu(self): return apply('relu', [self])
-    def sigmoid(self): return apply('sigmoid', [self])
-    def tanh(self): return apply('tanh', [self])
-    def exp(self): return apply('exp', [self])
-    def log(self): return apply('log', [self])
-    def sqrt(self): return apply('sqrt', [self])
-    def abs(self): return apply('abs', [self])
-    def neg(self): return apply('neg', [self])
-    def gelu(self, approximate: str = 'none'): return apply('gelu', [self], approximate=approximate)
-    def pow(self, exponent): return binary('pow', self, exponent)
-    def maximum(self, other): return apply('maximum', [self, as_tensor(other)])
-    def minimum(self, other): return apply('minimum', [self, as_tensor(other)])
-    def matmul(self, other): return self @ other
-
-    def clamp(self, min: float | None = None, max: float | None = None) -> 'Tensor':
-        return apply('clamp', [self], min=min, max=max)
-
-    clip = clamp
-
-    # ---- reductions ------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None, dtype=None):
-        result = apply('sum', [self], **_dims(dim, keepdim, axis, keepdims))
-        return result if dtype is None else result.to(dtype)
-
-    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return apply('mean', [self], **_dims(dim, keepdim, axis, keepdims))
-
-    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return self._extreme('amax', 'max_dim', 'maximum', dim, keepdim, axis, keepdims)
-
-    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return self._extreme('amin', 'min_dim', 'minimum', dim, keepdim, axis, keepdims)
-
-    def _extreme(self, whole, along, elementwise, dim, keepdim, axis, keepdims):
-        if isinstance(dim, Tensor):
-            return apply(elementwise, [self, dim])
-        dims = _dims(dim, keepdim, axis, keepdims)
-        if isinstance(dims['dim'], int):
-            return MinMax(*apply(along, [self], **dims))
-        return apply(whole, [self], **dims)
-
-    def amax(self, dim=None, keepdim=False):
-        return apply('amax', [self], dim=_dim_attr(dim), keepdim=keepdim)
-
-    def amin(self, dim=None, keepdim=False):
-        return apply('amin', [self], dim=_dim_attr(dim), keepdim=keepdim)
-
-    def argmax(self, dim=None, keepdim=False):
-        return apply('argmax', [self], dim=dim, keepdim=keepdim)
-
-    def argmin(self, dim=None, keepdim=False):
-        return apply('argmin', [self], dim=dim, keepdim=keepdim)
-
-    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
-            keepdims=None):
-        return apply('var', [self], correction=_correction(unbiased, correction),
-                     **_dims(dim, keepdim, axis, keepdims))
-
-    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
-            keepdims=None):
-        return apply('std', [self], correction=_correction(unbiased, correction),
-                     **_dims(dim, keepdim, axis, keepdims))
-
-    def softmax(self, dim: int): return apply('softmax', [self], dim=dim)
-    def log_softmax(self, dim: int): return apply('log_softmax', [self], dim=dim)
-
-    # ---- shapes ----------------------------------------------------------------------
-    def reshape(self, *shape): return apply('reshape', [self], shape=_sizes(shape))
-    view = reshape
-
-    def transpose(self, dim0: int, dim1: int):
-        return apply('transpose', [self], dim0=dim0, dim1=dim1)
-
-    @property
-    def T(self) -> 'Tensor':
-        return self.permute(*reversed(range(self.ndim)))
-
-    def permute(self, *dims): return apply('permute', [self], dims=_sizes(dims))
-    def unsqueeze(self, dim: int): return apply('unsqueeze', [self], dim=dim)
-
-    def squeeze(self, dim=None):
-        return apply('squeeze', [self], dim=list(dim) if isinstance(dim, tuple) else dim)
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> 'Tensor':
-        shape = self._type.shape
-        if not shape:
-            return self.reshape(1)
-        start, end = start_dim % len(shape), end_dim % len(shape)
-        middle = 1
-        for size in shape[start:end + 1]:
-            middle *= size
-        return self.reshape(*shape[:start], middle, *shape[end + 1:])
-
-    def expand(self, *sizes): return apply('expand', [self], shape=_sizes(sizes))
-    def expand_as(self, other): return self.expand(*other.shape)
-    def view_as(self, other): return self.reshape(*other.shape)
-    def reshape_as(self, other): return self.reshape(*other.shape)
-
-    def split(self, split_size, dim: int = 0):
-        size = self._type.shape[dim]
-        if isinstance(split_size, int):
-            sizes = [min(split_size, size - start) for start in range(0, size, split_size)]
-        else:
-            sizes = list(split_size)
-        return tuple(_as_tuple(apply('split', [self], sizes=sizes, dim=dim)))
-
-    def chunk(self, chunks: int, dim: int = 0):
-        size = self._type.shape[dim]
-        return self.split(max(1, -(-size // chunks)), dim)
-
-    def contiguous(self): return self
-    def cpu(self): return self
-
-    # ---- dtypes ----------------------------------------------------------------------
-    def to(self, *args, **kwargs) -> 'Tensor':
-        dtype = kwargs.get('dtype')
-        for arg in args:
-            if isinstance(arg, (torch.dtype, type)) or arg in TORCH_DTYPES:
-                dtype = arg
-        if dtype is None:
-            return self  # devices are GT's business: the dispatcher places values
-        return apply('cast', [self], dtype=dtype_name(dtype))
-
-    def type(self, dtype): return self.to(dtype)
-    def float(self): return self.to(torch.float32)
-    def double(self): return self.to(torch.float64)
-    def half(self): return self.to(torch.float16)
-    def bfloat16(self): return self.to(torch.bfloat16)
-    def int(self): return self.to(torch.int32)
-    def long(self): return self.to(torch.int64)
-    def bool(self): return self.to(torch.bool)
-
-    def clone(self) -> 'Tensor':
-        return apply('cast', [self], dtype=self._type.dtype)
-
     # ---- autograd --------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph: bool = False) -> None:
         autograd.backward(self, gradient, retain_graph)
@@ -383,6 +256,9 @@ class Tensor:
 
     def retain_grad(self) -> None:
         self._retained = True
+
+
+LOW_PRECISION = frozenset({'float16', 'bfloat16'})
 
 
 # ---- recording ops -------------------------------------------------------------------------
@@ -443,48 +319,31 @@ def creation(op: str, shape: tuple[int, ...], dtype: str, requires_grad: bool = 
 def binary(op: str, left: Any, right: Any) -> Tensor:
     if type(left) is not Tensor or type(right) is not Tensor:
         tensor = left if isinstance(left, Tensor) else right
-        left, right = as_tensor(left, like=tensor), as_tensor(right, like=tensor)
+        number = right if tensor is left else left
+        if op == 'sub' and isinstance(number, bool):
+            raise TypeError('subtraction with a bool is not supported; use ~ or logical_not')
+        if (op == 'pow' and tensor is left and isinstance(number, int) and number < 0
+                and tensor._type.dtype not in FLOATING):
+            raise RuntimeError('integers to negative integer powers are not allowed')
+        left, right = as_tensor(left, tensor, op), as_tensor(right, tensor, op)
     return apply_binary(op, left, right)
 
 
-def as_tensor(value: Any, like: Tensor | None = None) -> Tensor:
-    """A Tensor for `value`; a Python number becomes a 0-d constant in the dtype the op
-    with `like` computes in, which is how torch treats a number operand."""
+def as_tensor(value: Any, like: Tensor | None = None, op: str | None = None) -> Tensor:
+    """A Tensor for `value`. A Python number becomes a 0-d constant in the dtype that op
+    `op` with tensor `like` computes in, which is how torch treats a number operand."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (bool, int, float)) and like is not None:
-        rank = DIMENSIONED if like._type.shape else ZERO_DIM
-        dtype = result_type((like._type.dtype, rank), (scalar_dtype(value), PYTHON_SCALAR))
+        dimensioned = bool(like._type.shape)
+        dtype = result_type((like._type.dtype, DIMENSIONED if dimensioned else ZERO_DIM),
+                            (scalar_dtype(value), PYTHON_SCALAR))
+        if op == 'div' and dtype not in FLOATING:
+            dtype = DEFAULT_FLOAT  # true division computes in floating point
+        elif dtype in LOW_PRECISION and dimensioned:
+            dtype = 'float32'  # torch keeps the number in float32 for half and bfloat16
         check_literal('scalar', value, dtype)
         return apply('scalar', [], dtype=dtype, slot=like._client.add_literal(value))
     from gt.creation import tensor
 
     return tensor(value)
-
-
-def _as_tuple(result: Any) -> list:
-    return result if isinstance(result, list) else [result]
-
-
-def _sizes(args: tuple) -> list[int]:
-    if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
-        args = tuple(args[0])
-    return [int(size) for size in args]
-
-
-def _dim_attr(dim: Any) -> Any:
-    return list(dim) if isinstance(dim, tuple) else dim
-
-
-def _dims(dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> dict:
-    if axis is not None:
-        dim = axis
-    if keepdims is not None:
-        keepdim = keepdims
-    return {'dim': _dim_attr(dim), 'keepdim': bool(keepdim)}
-
-
-def _correction(unbiased: bool, correction: Any) -> int:
-    if correction is not None:
-        return int(correction)
-    return 1 if unbiased else 0

@@ -88,6 +88,13 @@ def require_floating(op: str, *types: TensorType) -> None:
                             f'(cast it first, e.g. x.float())')
 
 
+def require_integral(op: str, *types: TensorType) -> None:
+    """Bitwise ops take integers and bools only, as in torch."""
+    for t in types:
+        if t.dtype in FLOATING:
+            raise TypeError(f'{op}: expected an integer or bool tensor, got {t.dtype}')
+
+
 def forbid_bool(op: str, *types: TensorType) -> None:
     for t in types:
         if t.dtype == 'bool':
@@ -113,7 +120,7 @@ def indexed_shape(op: str, shape: tuple[int, ...], index: list) -> tuple[int, ..
         raise ValueError(f'{op}: an index can only have a single ellipsis')
     consumed = sum(kind in ('int', 'slice') for kind in kinds)
     if consumed > len(shape):
-        raise ValueError(f'{op}: too many indices for a tensor of shape {list(shape)} '
+        raise IndexError(f'{op}: too many indices for a tensor of shape {list(shape)} '
                          f'({consumed} indices, {len(shape)} dimension(s))')
     result: list[int] = []
     axis = 0
@@ -128,7 +135,7 @@ def indexed_shape(op: str, shape: tuple[int, ...], index: list) -> tuple[int, ..
         elif kind == 'int':
             position, size = item[1], shape[axis]
             if not isinstance(position, int) or not -size <= position < size:
-                raise ValueError(f'{op}: index {position} is out of bounds for dimension {axis} '
+                raise IndexError(f'{op}: index {position} is out of bounds for dimension {axis} '
                                  f'with size {size} (shape {list(shape)})')
             axis += 1
         elif kind == 'slice':

@@ -25,7 +25,7 @@ def verify(graph: Graph) -> Graph:
                 raise VerifyError(f'{where}: uses a value before it is defined')
         try:
             expected = OPS[node.op].infer(tuple(v.type for v in node.inputs), **node.attrs)
-        except (TypeError, ValueError) as error:
+        except (IndexError, TypeError, ValueError) as error:
             raise VerifyError(f'{where}: {error}') from None
         actual = tuple(v.type for v in node.outputs)
         if actual != tuple(expected):

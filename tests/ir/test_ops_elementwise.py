@@ -70,6 +70,20 @@ def test_comparisons_compare_in_the_promoted_dtype():
     check_op('eq', [a, b], {}, torch.tensor([False, True]))
 
 
+BITWISE = ['bitwise_and', 'bitwise_or', 'bitwise_xor']
+INTEGRAL_OPERANDS = [(((2, 3), i64), ((2, 3), i64)), (((2, 3), i32), ((3,), u8)),
+                     (((2, 3), b8), ((2, 3), b8)), (((4,), u8), ((), i64))]
+
+
+@pytest.mark.parametrize('first, second', INTEGRAL_OPERANDS, ids=lambda o: f'{list(o[0])}{o[1]}')
+@pytest.mark.parametrize('op', BITWISE)
+def test_bitwise(op, first, second):
+    a, b = tensor(*first), tensor(*second)
+    check_op(op, [a, b], {}, getattr(torch, op)(a, b))
+    (x,) = [tensor(*first)]
+    check_op('bitwise_not', [x], {}, torch.bitwise_not(x))
+
+
 UNARY = ['neg', 'abs', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt', 'logical_not']
 NO_BOOL = {'neg', 'abs', 'relu'}
 

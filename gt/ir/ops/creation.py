@@ -7,7 +7,7 @@ random generator, and the data frames that came with the message.
 import numpy as np
 import torch
 
-from gt.ir.dtypes import NUMPY_DTYPES, TORCH_DTYPES, representable
+from gt.ir.dtypes import FLOATING, NUMPY_DTYPES, TORCH_DTYPES, representable
 from gt.ir.graph import TensorType
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import check_dtype, check_shape, require_floating
@@ -79,8 +79,13 @@ def _numpy_full(ctx, shape, dtype, value):
 
 
 def _torch_arange(ctx, shape, dtype, start, step):
-    # torch.arange over [start, start + n * step) can round up to n + 1 values with floats.
-    end = start + step * shape[0]
+    if shape[0] == 0:
+        return torch.empty(0, dtype=TORCH_DTYPES[dtype], device=ctx.device)
+    # With floats, torch.arange over [start, start + n * step) can round up to n + 1
+    # values and then vectorizes differently; ending half a step early gives exactly its
+    # n values. Integer bounds are exact (and torch truncates a fractional end).
+    exact = dtype not in FLOATING and all(isinstance(v, int) for v in (start, step))
+    end = start + step * (shape[0] if exact else shape[0] - 0.5)
     return torch.arange(start, end, step, dtype=TORCH_DTYPES[dtype], device=ctx.device)[: shape[0]]
 
 

@@ -9,7 +9,7 @@ from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked, wanted
 from gt.ir.ops.opdef import OpDef
-from gt.ir.type_rules import broadcast_shapes, common_dtype, forbid_bool
+from gt.ir.type_rules import broadcast_shapes, common_dtype, forbid_bool, require_integral
 
 
 def _binary(name: str, result: str | None = None, bool_operands: bool = True,
@@ -29,6 +29,15 @@ def _binary(name: str, result: str | None = None, bool_operands: bool = True,
         if not bool_result and dtype == 'bool':
             raise TypeError(f'{name}: not supported for bool tensors')
         return (TensorType(shape, result or dtype),)
+    return infer
+
+
+def _bitwise(name: str):
+    binary = _binary(name)
+
+    def infer(types):
+        require_integral(name, *types)
+        return binary(types)
     return infer
 
 
@@ -166,4 +175,9 @@ ROWS = [
     OpDef('logical_or', _binary('logical_or', result='bool'), torch.logical_or,
           lambda a, b: np.asarray(np.logical_or(a, b))),
     OpDef('where', _where_type, torch.where, _np_where, grad=_where_grad),
+    OpDef('bitwise_and', _bitwise('bitwise_and'), torch.bitwise_and,
+          _np_promoted(np.bitwise_and)),
+    OpDef('bitwise_or', _bitwise('bitwise_or'), torch.bitwise_or, _np_promoted(np.bitwise_or)),
+    OpDef('bitwise_xor', _bitwise('bitwise_xor'), torch.bitwise_xor,
+          _np_promoted(np.bitwise_xor)),
 ]

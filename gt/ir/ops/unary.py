@@ -24,7 +24,7 @@ from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked
 from gt.ir.ops.opdef import OpDef
-from gt.ir.type_rules import check_dtype, forbid_bool, require_floating
+from gt.ir.type_rules import check_dtype, forbid_bool, require_floating, require_integral
 
 
 def _numeric(name: str):
@@ -50,6 +50,11 @@ def _gelu_type(types, approximate):
 def _logical_not_type(types):
     (x,) = types
     return (TensorType(x.shape, 'bool'),)
+
+
+def _bitwise_not_type(types):
+    require_integral('bitwise_not', *types)
+    return tuple(types)
 
 
 def _clamp_type(types, min, max):
@@ -209,6 +214,8 @@ ROWS = [
     OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu, grad=_gelu_grad),
     OpDef('logical_not', _logical_not_type, torch.logical_not,
           lambda x: np.asarray(np.logical_not(x))),
+    OpDef('bitwise_not', _bitwise_not_type, torch.bitwise_not,
+          lambda x: np.asarray(np.invert(x))),
     OpDef('clamp', _clamp_type, torch.clamp, _np_clamp, grad=_clamp_grad),
     OpDef('cast', _cast_type,
           lambda x, dtype: x.to(TORCH_DTYPES[dtype]),

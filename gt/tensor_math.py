@@ -1,0 +1,109 @@
+"""Tensor methods that compute: activations and other elementwise math, and reductions.
+
+A mixin of `gt.tensor.Tensor`, kept apart to keep files short; every method records one
+op of the table through `gt.tensor.apply`.
+"""
+
+from collections import namedtuple
+from typing import Any
+
+from gt import tensor as core
+
+MinMax = namedtuple('MinMax', ['values', 'indices'])
+
+
+class MathMethods:
+    __slots__ = ()
+
+    # ---- elementwise -----------------------------------------------------------------
+    def relu(self): return core.apply('relu', [self])
+    def sigmoid(self): return core.apply('sigmoid', [self])
+    def tanh(self): return core.apply('tanh', [self])
+    def exp(self): return core.apply('exp', [self])
+    def log(self): return core.apply('log', [self])
+    def sqrt(self): return core.apply('sqrt', [self])
+    def abs(self): return core.apply('abs', [self])
+    def neg(self): return core.apply('neg', [self])
+    def pow(self, exponent): return core.binary('pow', self, exponent)
+    def maximum(self, other): return core.apply('maximum', [self, core.as_tensor(other, self)])
+    def minimum(self, other): return core.apply('minimum', [self, core.as_tensor(other, self)])
+    def matmul(self, other): return self @ other
+
+    def gelu(self, approximate: str = 'none'):
+        return core.apply('gelu', [self], approximate=approximate)
+
+    def clamp(self, min: Any = None, max: Any = None):
+        if isinstance(min, core.Tensor) or isinstance(max, core.Tensor):
+            result = self if min is None else self.maximum(min)
+            return result if max is None else result.minimum(max)
+        return core.apply('clamp', [self], min=min, max=max)
+
+    clip = clamp
+
+    # ---- reductions ------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None, dtype=None):
+        if dtype is None:
+            return core.apply('sum', [self], **_dims(dim, keepdim, axis, keepdims))
+        # torch casts, then sums in that dtype
+        total = core.apply('sum', [self.to(dtype)], **_dims(dim, keepdim, axis, keepdims))
+        return total.to(dtype)
+
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return core.apply('mean', [self], **_dims(dim, keepdim, axis, keepdims))
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return self._extreme('amax', 'max_dim', 'maximum', dim, keepdim, axis, keepdims)
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return self._extreme('amin', 'min_dim', 'minimum', dim, keepdim, axis, keepdims)
+
+    def _extreme(self, whole, along, elementwise, dim, keepdim, axis, keepdims):
+        if isinstance(dim, core.Tensor):
+            return core.apply(elementwise, [self, dim])
+        dims = _dims(dim, keepdim, axis, keepdims)
+        if isinstance(dims['dim'], int):
+            return MinMax(*core.apply(along, [self], **dims))
+        return core.apply(whole, [self], **dims)
+
+    def amax(self, dim=None, keepdim=False):
+        return core.apply('amax', [self], dim=_dim_attr(dim), keepdim=keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return core.apply('amin', [self], dim=_dim_attr(dim), keepdim=keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return core.apply('argmax', [self], dim=dim, keepdim=keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return core.apply('argmin', [self], dim=dim, keepdim=keepdim)
+
+    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
+            keepdims=None):
+        return core.apply('var', [self], correction=_correction(unbiased, correction),
+                          **_dims(dim, keepdim, axis, keepdims))
+
+    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
+            keepdims=None):
+        return core.apply('std', [self], correction=_correction(unbiased, correction),
+                          **_dims(dim, keepdim, axis, keepdims))
+
+    def softmax(self, dim: int): return core.apply('softmax', [self], dim=dim)
+    def log_softmax(self, dim: int): return core.apply('log_softmax', [self], dim=dim)
+
+
+def _dim_attr(dim: Any) -> Any:
+    return list(dim) if isinstance(dim, tuple) else dim
+
+
+def _dims(dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> dict:
+    if axis is not None:
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    return {'dim': _dim_attr(dim), 'keepdim': bool(keepdim)}
+
+
+def _correction(unbiased: bool, correction: Any) -> int:
+    if correction is not None:
+        return int(correction)
+    return 1 if unbiased else 0

@@ -1,0 +1,106 @@
+"""Tensor methods that rearrange: shapes, indexing, splitting, and dtype casts.
+
+A mixin of `gt.tensor.Tensor`, kept apart to keep files short; every method records ops
+of the table through `gt.tensor.apply`.
+"""
+
+from typing import Any
+
+import torch
+
+from gt import tensor as core
+from gt.indexing import normalize_index
+from gt.ir.dtypes import TORCH_DTYPES, dtype_name
+from gt.ir.type_rules import normalize_dim
+
+
+class ShapeMethods:
+    __slots__ = ()
+
+    def reshape(self, *shape): return core.apply('reshape', [self], shape=_sizes(shape))
+    view = reshape
+
+    def transpose(self, dim0: int, dim1: int):
+        return core.apply('transpose', [self], dim0=dim0, dim1=dim1)
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    def permute(self, *dims): return core.apply('permute', [self], dims=_sizes(dims))
+    def unsqueeze(self, dim: int): return core.apply('unsqueeze', [self], dim=dim)
+
+    def squeeze(self, dim=None):
+        return core.apply('squeeze', [self], dim=list(dim) if isinstance(dim, tuple) else dim)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        shape = self._type.shape
+        if not shape:
+            return self.reshape(1)
+        start = normalize_dim('flatten', start_dim, len(shape))
+        end = normalize_dim('flatten', end_dim, len(shape))
+        if start > end:
+            raise ValueError(f'flatten: start_dim {start_dim} comes after end_dim {end_dim}')
+        middle = 1
+        for size in shape[start:end + 1]:
+            middle *= size
+        return self.reshape(*shape[:start], middle, *shape[end + 1:])
+
+    def expand(self, *sizes): return core.apply('expand', [self], shape=_sizes(sizes))
+    def expand_as(self, other): return self.expand(*other.shape)
+    def view_as(self, other): return self.reshape(*other.shape)
+    def reshape_as(self, other): return self.reshape(*other.shape)
+
+    def split(self, split_size, dim: int = 0):
+        size = self._type.shape[dim]
+        if isinstance(split_size, int):
+            sizes = [min(split_size, size - start) for start in range(0, size, split_size)]
+        else:
+            sizes = list(split_size)
+        result = core.apply('split', [self], sizes=sizes, dim=dim)
+        return tuple(result) if isinstance(result, list) else (result,)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        size = self._type.shape[dim]
+        return self.split(max(1, -(-size // chunks)), dim)
+
+    def contiguous(self): return self
+    def cpu(self): return self
+
+    def __getitem__(self, key: Any):
+        return core.apply('getitem', [self], index=normalize_index(key, self._type.shape))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        index = normalize_index(key, self._type.shape)
+        value = core.as_tensor(value, like=self)
+        self._rebind(core.apply('setitem', [self, value], index=index))
+
+    # ---- dtypes ----------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        dtype = kwargs.get('dtype')
+        for arg in args:
+            if isinstance(arg, core.Tensor):
+                dtype = arg.dtype
+            elif isinstance(arg, (torch.dtype, type)) or arg in TORCH_DTYPES:
+                dtype = arg
+        if dtype is None or dtype_name(dtype) == self._type.dtype:
+            return self  # devices are GT's business: the dispatcher places values
+        return core.apply('cast', [self], dtype=dtype_name(dtype))
+
+    def type(self, dtype): return self.to(dtype)
+    def float(self): return self.to(torch.float32)
+    def double(self): return self.to(torch.float64)
+    def half(self): return self.to(torch.float16)
+    def bfloat16(self): return self.to(torch.bfloat16)
+    def int(self): return self.to(torch.int32)
+    def long(self): return self.to(torch.int64)
+    def bool(self): return self.to(torch.bool)
+
+    def clone(self):
+        return core.apply('cast', [self], dtype=self._type.dtype)
+
+
+def _sizes(args: tuple) -> list[int]:
+    if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)):
+        args = tuple(args[0])
+    return [int(size) for size in args]

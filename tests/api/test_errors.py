@@ -1,0 +1,136 @@
+"""Mistakes: a shape error raises ValueError at the line that made it, naming both shapes;
+a bad dim raises; a failure on a worker raises when the value is needed; and afterwards
+every other tensor keeps working."""
+
+import inspect
+import os
+
+import pytest
+import torch
+from api_check import assert_same, pair, pairs
+
+import gt
+
+HERE = os.path.abspath(__file__)
+
+
+def raise_line(info: pytest.ExceptionInfo) -> int:
+    """The 1-based line of this file that the exception passed through last."""
+    lines = [entry.lineno + 1 for entry in info.traceback if str(entry.path) == HERE]
+    return lines[-1]
+
+
+def next_line() -> int:
+    return inspect.currentframe().f_back.f_lineno + 1
+
+
+SHAPE_ERRORS = [
+    ('add', lambda: gt.randn(2, 3) + gt.randn(4, 5), ['[2, 3]', '[4, 5]']),
+    ('mul', lambda: gt.randn(3) * gt.randn(2), ['[3]', '[2]']),
+    ('maximum', lambda: gt.randn(3).maximum(gt.randn(4)), ['[3]', '[4]']),
+    ('matmul', lambda: gt.randn(2, 3) @ gt.randn(4, 5), ['[2, 3]', '[4, 5]']),
+    ('matmul batch', lambda: gt.randn(2, 3, 4) @ gt.randn(3, 4, 5), ['[2, 3, 4]', '[3, 4, 5]']),
+    ('reshape', lambda: gt.randn(2, 3).reshape(4, 5), ['[2, 3]', '[4, 5]']),
+    ('view', lambda: gt.randn(2, 3).view(-1, 4), ['[2, 3]', '[-1, 4]']),
+    ('cat', lambda: gt.cat([gt.randn(2, 3), gt.randn(4, 5)]), ['[2, 3]', '[4, 5]']),
+    ('stack', lambda: gt.stack([gt.randn(2, 3), gt.randn(3, 2)]), ['[2, 3]', '[3, 2]']),
+    ('expand', lambda: gt.randn(2, 3).expand(4, 3), ['[2, 3]', '[4, 3]']),
+    ('where', lambda: gt.where(gt.randn(3) > 0, gt.randn(2), 0.0), ['[3]', '[2]']),
+]
+
+
+@pytest.mark.parametrize('name,make,shapes', SHAPE_ERRORS, ids=[e[0] for e in SHAPE_ERRORS])
+def test_shape_error_names_both_shapes(name, make, shapes):
+    with pytest.raises(ValueError) as info:
+        make()
+    for shape in shapes:
+        assert shape in str(info.value)
+
+
+def test_shape_error_raises_at_the_line_of_the_call():
+    a, b = gt.randn(2, 3), gt.randn(4, 5)
+    line = next_line()
+    with pytest.raises(ValueError, match=r'\[2, 3\].*\[4, 5\]') as info:
+        c = a + b  # noqa: F841 - the error is the point
+    assert raise_line(info) == line + 1
+    line = next_line()
+    with pytest.raises(ValueError, match=r'\[2, 3\].*\[4, 5\]') as info:
+        a @ b
+    assert raise_line(info) == line + 1
+
+
+BAD_DIMS = [
+    lambda x: x.sum(3), lambda x: x.sum((0, 0)), lambda x: x.mean(-4), lambda x: x.max(dim=3),
+    lambda x: x.argmax(5), lambda x: x.var(dim=[1, 7]), lambda x: x.softmax(3),
+    lambda x: x.log_softmax(-4), lambda x: x.transpose(0, 3), lambda x: x.permute(0, 1),
+    lambda x: x.permute(0, 0, 1), lambda x: x.unsqueeze(4), lambda x: x.unsqueeze(-5),
+    lambda x: x.squeeze(3), lambda x: gt.cat([x, x], dim=3), lambda x: gt.stack([x, x], dim=4),
+    lambda x: x.split([1, 1], dim=1), lambda x: x.reshape(-1, -1), lambda x: x.expand(3, 4),
+]
+
+
+@pytest.mark.parametrize('make', BAD_DIMS, ids=range(len(BAD_DIMS)))
+def test_bad_dims_raise_like_torch(make):
+    got, want = pair(torch.randn(2, 3, 4).numpy())
+    with pytest.raises((RuntimeError, IndexError, ValueError, TypeError)):
+        make(want)
+    with pytest.raises((ValueError, IndexError, TypeError)):
+        make(got)
+
+
+def test_flatten_checks_its_dims():
+    x = gt.randn(2, 3)
+    with pytest.raises((IndexError, ValueError)):
+        x.flatten(5)
+    with pytest.raises((RuntimeError, ValueError)):
+        x.flatten(1, 0)
+
+
+def test_work_goes_on_after_recording_errors():
+    (x, tx), (y, ty) = pairs((2, 3), (3,))
+    pending = x * y
+    for make in [lambda: x + gt.randn(4), lambda: x @ x, lambda: x.reshape(5), lambda: x.sum(9)]:
+        with pytest.raises(ValueError):
+            make()
+    assert_same(pending, tx * ty)
+    assert_same((x - y).sum(1), (tx - ty).sum(1))
+
+
+def test_worker_error_raises_when_the_value_is_needed_and_names_the_op():
+    ints, tints = pair(torch.tensor([1, 2, 3]).numpy())
+    earlier = ints * 3
+    earlier.tolist()
+    line = next_line()
+    broken = ints // 0
+    fine = ints + 1
+    with pytest.raises(gt.WorkerError) as info:
+        broken.tolist()
+    message = str(info.value)
+    assert 'floor_divide' in message and f'{os.path.basename(HERE)}:{line}' in message
+    assert isinstance(info.value, RuntimeError)
+    assert_same(fine, tints + 1)
+    assert_same(earlier, tints * 3)
+    assert_same(ints * 5, tints * 5)
+    with pytest.raises(gt.WorkerError):
+        (broken + 1).tolist()  # what depends on the failed value fails too
+    assert_same(gt.randn(2, 2).sum() * 0, torch.tensor(0.0))
+
+
+def test_dtype_errors_raise_at_the_call():
+    with pytest.raises(TypeError):
+        gt.tensor([True]) - gt.tensor([False])
+    with pytest.raises(TypeError):
+        gt.tensor([1, 2]).mean()
+    with pytest.raises(TypeError):
+        gt.zeros(3, dtype='complex64')
+    with pytest.raises(TypeError):
+        gt.randn(3, dtype=gt.int32)
+
+
+def test_creation_refuses_bad_sizes():
+    with pytest.raises(TypeError):
+        gt.zeros(2.5)
+    with pytest.raises(ValueError):
+        gt.ones(-1, 3)
+    with pytest.raises(TypeError):
+        gt.randn('3')
