@@ -12,8 +12,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gt  # noqa: E402
 from common import measure, report  # noqa: E402
+
+import gt  # noqa: E402
 
 CHAIN = 1000
 

@@ -35,8 +35,9 @@ from gt.nn.losses import (
     mse_loss,
     nll_loss,
 )
-from gt.nn.module import Module, Parameter
+from gt.nn.module import Module
 from gt.nn.optim import SGD, Adam, AdamW, Optimizer
+from gt.nn.parameter import Parameter
 
 __all__ = [
     'Module', 'Parameter', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',

@@ -9,7 +9,8 @@ from typing import Sequence
 from gt.autograd import no_grad
 from gt.creation import ones, rand, randn, zeros
 from gt.nn import functional as F
-from gt.nn.module import Module, Parameter
+from gt.nn.module import Module
+from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
 
 

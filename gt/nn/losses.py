@@ -54,7 +54,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     """On logits, in torch's stable form `(1 - target) * x - log_sigmoid(x)`, which neither
     overflows nor loses the tiny losses of confident, correct predictions."""
     _check('binary_cross_entropy_with_logits', input, target, reduction)
-    log_sigmoid = emit('minimum', input, 0.0) - _log1p((-input.abs()).exp())
+    # Recorded first, so that backward (latest op first) adds its tiny gradient last, after
+    # the gradients of the other terms have cancelled exactly, as in torch's sigmoid - t.
+    softplus = _log1p((-input.abs()).exp())
+    log_sigmoid = emit('minimum', input, 0.0) - softplus
     if pos_weight is not None:
         log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_sigmoid
@@ -147,11 +150,10 @@ def _picked(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: 
         raise ValueError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
                          f'class ({log_p.shape[class_dim]})')
     kept = target != ignore_index
-    index = where(kept, target, 0)  # an ignored target still needs a valid index to gather
+    index = target * kept  # an ignored target gathers class 0, then counts for nothing
     picked = emit('gather', log_p, index.unsqueeze(class_dim), dim=class_dim).squeeze(class_dim)
-    weights = kept.to(log_p.dtype)
-    if weight is not None:
-        weights = weights * embedding_rows(weight, index)
+    # Without class weights the weights stay bool: products and sums promote them.
+    weights = kept if weight is None else kept * embedding_rows(weight, index)
     return -picked * weights, weights
 
 

@@ -1,7 +1,7 @@
-"""`Module` and `Parameter`, with torch.nn's semantics: parameters and submodules are
-registered by assigning them as attributes, named with torch's dotted names, and saved
-and loaded through `state_dict()`, which holds torch tensors so weights move both ways
-between GT and PyTorch models.
+"""`Module`, with torch.nn's semantics: parameters and submodules are registered by
+assigning them as attributes, named with torch's dotted names, and saved and loaded
+through `state_dict()`, which holds torch tensors, so weights move both ways between GT
+and PyTorch models.
 """
 
 from collections import OrderedDict, namedtuple
@@ -10,34 +10,12 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from gt.autograd import no_grad, set_requires_grad
+from gt.autograd import no_grad
+from gt.nn.parameter import Parameter
 from gt.runtime import client as connection
 from gt.tensor import Tensor
 
 IncompatibleKeys = namedtuple('IncompatibleKeys', ['missing_keys', 'unexpected_keys'])
-
-
-class Parameter(Tensor):
-    """A leaf tensor that requires grad and that a Module registers when assigned to it.
-    `data` may be a gt Tensor (its value is copied), a torch tensor or a numpy array."""
-
-    __slots__ = ()
-
-    def __init__(self, data: Any = None, requires_grad: bool = True):
-        from gt.creation import tensor, zeros
-
-        if data is None:
-            source = zeros(0)
-        elif isinstance(data, Tensor):
-            source = data.detach()
-        else:
-            source = tensor(data)
-        Tensor.__init__(self, source._id, source._type, source._client)
-        source._id = None  # the detached copy is ours alone: take over its value
-        set_requires_grad(self, requires_grad)
-
-    def __repr__(self) -> str:
-        return f'Parameter containing:\n{Tensor.__repr__(self)}'
 
 
 class Module:
@@ -66,7 +44,7 @@ class Module:
                                  f'Module.__init__() is called (call super().__init__() first)')
         parameters, modules = registries
         if isinstance(value, Parameter):
-            self._forget(name)
+            self._forget(name, keep='_parameters')  # a name keeps its place, as in torch
             parameters[name] = value
         elif parameters is not None and name in parameters:
             if value is not None:
@@ -74,7 +52,7 @@ class Module:
                                 '(gt.nn.Parameter or None expected)')
             parameters[name] = None
         elif isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, keep='_modules')
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
@@ -101,12 +79,12 @@ class Module:
         if not self._forget(name):
             object.__delattr__(self, name)
 
-    def _forget(self, name: str) -> bool:
-        """Drop `name` wherever it is registered; whether it was."""
+    def _forget(self, name: str, keep: str = '') -> bool:
+        """Drop `name` wherever it is registered, except in `keep`; whether it was."""
         found = False
         for registry in ('_parameters', '_buffers', '_modules'):
             entries = self.__dict__.get(registry)
-            if entries is not None and name in entries:
+            if registry != keep and entries is not None and name in entries:
                 del entries[name]
                 found = True
         if name in self.__dict__:
@@ -119,18 +97,18 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f'cannot assign {type(tensor).__name__} as buffer {name!r} '
                             '(gt.Tensor or None expected)')
-        self._forget(name)
+        self._forget(name, keep='_buffers')
         self._buffers[name] = tensor
 
     def register_parameter(self, name: str, parameter: Parameter | None) -> None:
         if parameter is not None and not isinstance(parameter, Parameter):
             raise TypeError(f'cannot assign {type(parameter).__name__} as parameter {name!r} '
                             '(gt.nn.Parameter or None expected)')
-        self._forget(name)
+        self._forget(name, keep='_parameters')
         self._parameters[name] = parameter
 
     def add_module(self, name: str, module: 'Module | None') -> None:
-        self._forget(name)
+        self._forget(name, keep='_modules')
         self._modules[name] = module
 
     # ---- traversal -----------------------------------------------------------------------
@@ -235,18 +213,29 @@ class Module:
     def state_dict(self, keep_vars: bool = False) -> 'OrderedDict[str, Any]':
         """Parameters and buffers by dotted name, as CPU torch tensors fetched in one round
         trip (or the gt tensors themselves with `keep_vars=True`)."""
-        entries = [*self.named_parameters(), *self.named_buffers()]
+        entries = list(self._state_entries())
         if keep_vars or not entries:
             return OrderedDict(entries)
         values = connection.current().fetch([tensor._id for _, tensor in entries])
         return OrderedDict((name, value) for (name, _), value in zip(entries, values))
+
+    def _state_entries(self, prefix: str = '') -> Iterator[tuple[str, Tensor]]:
+        """torch's order: each module's parameters, then its buffers, then its children;
+        a module shared by two parents appears under both names, as in torch."""
+        for registry in (self._parameters, self._buffers):
+            for name, tensor in registry.items():
+                if tensor is not None:
+                    yield prefix + name, tensor
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module._state_entries(f'{prefix}{name}.')
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
         """Copy values (torch tensors, numpy arrays or gt tensors) into the parameters and
         buffers of the same names, as torch does, checking names and shapes first."""
         from gt.creation import tensor as make_tensor
 
-        own = OrderedDict([*self.named_parameters(), *self.named_buffers()])
+        own = OrderedDict(self._state_entries())
         missing = [name for name in own if name not in state_dict]
         unexpected = [name for name in state_dict if name not in own]
         problems = []

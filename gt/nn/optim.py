@@ -6,12 +6,10 @@ of the same structure every step, whose compiled plan the dispatcher reuses.
 
 from typing import Any, Callable, Iterable
 
-import torch
-
 import gt
 from gt.autograd import enable_grad, no_grad
-from gt.creation import tensor, zeros_like
-from gt.tensor import Tensor
+from gt.creation import zeros_like
+from gt.tensor import Tensor, as_tensor
 
 
 class Optimizer:
@@ -39,7 +37,7 @@ class Optimizer:
             if not param.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
             if id(param) in known:
-                raise ValueError('some parameters appear in more than one parameter group')
+                raise ValueError('a parameter appears twice in the parameter groups')
             known.add(id(param))
         self.param_groups.append({**self.defaults, **group, 'params': params})
 
@@ -60,12 +58,13 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         with no_grad():
+            numbers = Numbers()
             for group in self.param_groups:
-                self._update(group)
+                self._update(group, numbers)
         gt.sync()
         return loss
 
-    def _update(self, group: dict) -> None:
+    def _update(self, group: dict, numbers: 'Numbers') -> None:
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -90,8 +89,9 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
-    def _update(self, group: dict) -> None:
+    def _update(self, group: dict, numbers: 'Numbers') -> None:
         lr, momentum, weight_decay = group['lr'], group['momentum'], group['weight_decay']
+        dampening = group['dampening']
         for param in group['params']:
             grad = param._grad
             if grad is None:
@@ -99,17 +99,19 @@ class SGD(Optimizer):
             if group['maximize']:
                 grad = -grad
             if weight_decay != 0:
-                grad = grad + weight_decay * param
+                grad = grad + numbers(weight_decay, param) * param
             if momentum != 0:
                 state = self.state.setdefault(param, {})
                 buffer = state.get('momentum_buffer')
                 if buffer is None:
                     buffer = grad.clone()
                 else:
-                    buffer = buffer * momentum + _scaled(grad, 1 - group['dampening'])
+                    # torch's add_(grad, alpha=1 - dampening) skips the product for alpha 1.
+                    scaled = grad if dampening == 0 else numbers(1 - dampening, param) * grad
+                    buffer = buffer * numbers(momentum, param) + scaled
                 state['momentum_buffer'] = buffer
-                grad = grad + momentum * buffer if group['nesterov'] else buffer
-            param -= lr * grad
+                grad = grad + numbers(momentum, param) * buffer if group['nesterov'] else buffer
+            param -= numbers(lr, param) * grad
 
 
 class Adam(Optimizer):
@@ -128,12 +130,9 @@ class Adam(Optimizer):
                                       maximize=maximize,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
-    def _update(self, group: dict) -> None:
+    def _update(self, group: dict, numbers: 'Numbers') -> None:
         lr, (beta1, beta2), eps = group['lr'], group['betas'], group['eps']
         weight_decay, amsgrad = group['weight_decay'], group['amsgrad']
-        # Scalars that change every step travel as data, not as op attributes, so that
-        # every step has the same structure; computed in double as torch computes them.
-        constants: dict[tuple, tuple[Tensor, Tensor]] = {}
         for param in group['params']:
             grad = param._grad
             if grad is None:
@@ -149,22 +148,20 @@ class Adam(Optimizer):
             step = state['step']
             if weight_decay != 0:
                 if group['decoupled_weight_decay']:
-                    param *= 1 - lr * weight_decay
+                    param *= numbers(1 - lr * weight_decay, param)
                 else:
-                    grad = grad + weight_decay * param
-            exp_avg = state['exp_avg'] = _lerp(state['exp_avg'], grad, 1 - beta1)
-            exp_avg_sq = state['exp_avg_sq'] = \
-                state['exp_avg_sq'] * beta2 + (1 - beta2) * grad * grad
-            key = (step, param.dtype)
-            if key not in constants:
-                step_size = lr / (1 - beta1 ** step)
-                constants[key] = (_constant(-step_size, param.dtype),
-                                  _constant((1 - beta2 ** step) ** 0.5, param.dtype))
-            negative_step_size, bias_correction2_sqrt = constants[key]
+                    grad = grad + numbers(weight_decay, param) * param
+            exp_avg = state['exp_avg'] = _lerp(state['exp_avg'], grad, 1 - beta1, numbers)
+            exp_avg_sq = state['exp_avg_sq'] = (state['exp_avg_sq'] * numbers(beta2, param)
+                                                + numbers(1 - beta2, param) * grad * grad)
+            # Computed in double, as torch computes them. They change every step, but numbers
+            # travel as literals beside the structure, so the step's plan is reused.
+            negative_step_size = numbers(-lr / (1 - beta1 ** step), param)
+            bias_correction2_sqrt = numbers((1 - beta2 ** step) ** 0.5, param)
             if amsgrad:
                 exp_avg_sq = state['max_exp_avg_sq'] = state['max_exp_avg_sq'].maximum(
                     exp_avg_sq)
-            denominator = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
+            denominator = exp_avg_sq.sqrt() / bias_correction2_sqrt + numbers(eps, param)
             param += negative_step_size * exp_avg / denominator
 
 
@@ -177,18 +174,23 @@ class AdamW(Adam):
                          decoupled_weight_decay=True)
 
 
-def _scaled(tensor: Tensor, alpha: float) -> Tensor:
-    """`alpha * tensor`, skipped for alpha 1 as torch's `add_(x, alpha=1)` skips it."""
-    return tensor if alpha == 1 else alpha * tensor
+class Numbers:
+    """The Python numbers of one optimizer step as 0-d tensors of the parameters' dtype,
+    each made once and shared by all parameters: a number operand is otherwise one more
+    op per parameter. Rounded once from double, as torch rounds its scalar arguments."""
+
+    def __init__(self) -> None:
+        self.made: dict[tuple, Tensor] = {}
+
+    def __call__(self, value: float, like: Tensor) -> Tensor:
+        key = (value, like.dtype)
+        if key not in self.made:
+            self.made[key] = as_tensor(value, like)
+        return self.made[key]
 
 
-def _lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
+def _lerp(start: Tensor, end: Tensor, weight: float, numbers: Numbers) -> Tensor:
     """torch.lerp's two formulas, each exact at its own end."""
     if abs(weight) < 0.5:
-        return start + weight * (end - start)
-    return end - (end - start) * (1 - weight)
-
-
-def _constant(value: float, dtype: torch.dtype) -> Tensor:
-    """A 0-d tensor holding `value` rounded once, from double, to `dtype`."""
-    return tensor(torch.tensor(value, dtype=torch.float64).to(dtype))
+        return start + numbers(weight, start) * (end - start)
+    return end - (end - start) * numbers(1 - weight, start)

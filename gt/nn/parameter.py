@@ -1,0 +1,30 @@
+"""`Parameter`: the tensors a Module registers as its weights when they are assigned to
+it; leaves that require grad, as in torch.nn."""
+
+from typing import Any
+
+from gt.autograd import set_requires_grad
+from gt.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf tensor that requires grad and that a Module registers when assigned to it.
+    `data` may be a gt Tensor (its value is copied), a torch tensor or a numpy array."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True):
+        from gt.creation import tensor, zeros
+
+        if data is None:
+            source = zeros(0)
+        elif isinstance(data, Tensor):
+            source = data.detach()
+        else:
+            source = tensor(data)
+        Tensor.__init__(self, source._id, source._type, source._client)
+        source._id = None  # the detached copy is ours alone: take over its value
+        set_requires_grad(self, requires_grad)
+
+    def __repr__(self) -> str:
+        return f'Parameter containing:\n{Tensor.__repr__(self)}'

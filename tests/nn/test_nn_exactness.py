@@ -1,0 +1,84 @@
+"""Training through GT is training through PyTorch: the same model (weights loaded from
+the torch model), batches and optimizer give the same loss at every step and the same
+weights at the end."""
+
+import torch
+from nn_check import assert_close, seeded
+
+import gt
+import gt.nn as nn
+import gt.nn.functional as F
+
+STEPS = 20
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(20, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.fc3(self.fc2(self.fc1(x).relu()).relu())
+
+
+class TorchMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(20, 32)
+        self.fc2 = torch.nn.Linear(32, 32)
+        self.fc3 = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.fc3(self.fc2(self.fc1(x).relu()).relu())
+
+
+def block(library, vocabulary: int = 11, width: int = 16):
+    """Embedding -> LayerNorm -> Linear -> GELU -> Linear, from gt.nn or torch.nn."""
+    return library.Sequential(
+        library.Embedding(vocabulary, width), library.LayerNorm(width),
+        library.Linear(width, 4 * width), library.GELU(), library.Linear(4 * width, vocabulary))
+
+
+def train_both(mine, theirs, batches, loss_of) -> None:
+    mine.load_state_dict(theirs.state_dict())
+    optimizer = nn.Adam(mine.parameters(), lr=3e-3)
+    expected = torch.optim.Adam(theirs.parameters(), lr=3e-3, foreach=False)
+    for step, (x, y) in enumerate(batches):
+        loss = loss_of(gt, F, mine, gt.tensor(x), gt.tensor(y))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch_loss = loss_of(torch, torch.nn.functional, theirs, x, y)
+        torch_loss.backward()
+        expected.step()
+        expected.zero_grad()
+        assert_close(loss, torch_loss, rtol=1e-4, atol=0), f'step {step}'
+    # Weights agree to ~1e-7; Adam divides by the gradient's own scale, so an element whose
+    # gradient is nearly zero can move a little differently (seen: 7e-6, lr is 3e-3).
+    final = theirs.state_dict()
+    for name, value in mine.state_dict().items():
+        assert_close(value, final[name], rtol=1e-4, atol=1e-5)
+
+
+def test_mlp_trains_exactly_as_in_torch():
+    generator = seeded()
+    batches = [(torch.randn(16, 20, generator=generator),
+                torch.randint(0, 5, (16,), generator=generator)) for _ in range(STEPS)]
+    train_both(MLP(), TorchMLP(), batches,
+               lambda lib, functional, model, x, y: functional.cross_entropy(model(x), y))
+
+
+def test_transformer_block_trains_exactly_as_in_torch():
+    generator = seeded()
+    batches = []
+    for _ in range(STEPS):
+        tokens = torch.randint(0, 11, (4, 9), generator=generator)
+        batches.append((tokens[:, :-1], tokens[:, 1:]))  # predict the next token
+
+    def loss_of(lib, functional, model, tokens, targets):
+        logits = model(tokens)
+        return functional.cross_entropy(logits.reshape(-1, 11), targets.reshape(-1))
+
+    train_both(block(nn), block(torch.nn), batches, loss_of)

@@ -1,0 +1,146 @@
+"""Each loss against torch.nn.functional, for every reduction: the value and the gradient
+with respect to the input (and the errors GT raises where torch would broadcast)."""
+
+import pytest
+import torch
+from nn_check import assert_close, both, randn, seeded
+
+import gt
+import gt.nn as nn
+import gt.nn.functional as F
+
+REDUCTIONS = ['mean', 'sum', 'none']
+functional = torch.nn.functional
+
+
+def check_loss(name: str, input: torch.Tensor, target: torch.Tensor, rtol: float = 1e-5,
+               atol: float = 1e-6, grad_atol: float = 1e-6, **kwargs) -> None:
+    """`name` in GT and torch on the same input (which gets a gradient) and target."""
+    x, x_t = both(input, requires_grad=True)
+    gt_kwargs = {k: gt.tensor(v) if isinstance(v, torch.Tensor) else v
+                 for k, v in kwargs.items()}
+    loss = getattr(F, name)(x, gt.tensor(target), **gt_kwargs)
+    expected = getattr(functional, name)(x_t, target, **kwargs)
+    assert_close(loss, expected, rtol, atol)
+    weights = randn(*expected.shape)
+    (loss * gt.tensor(weights)).sum().backward()
+    (expected * weights).sum().backward()
+    assert_close(x.grad, x_t.grad, rtol, grad_atol)
+
+
+def classes(shape: tuple[int, ...], count: int) -> torch.Tensor:
+    return torch.randint(0, count, shape, generator=seeded())
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_mse_and_l1(reduction):
+    check_loss('mse_loss', randn(4, 3), randn(4, 3), reduction=reduction)
+    check_loss('l1_loss', randn(4, 3), randn(4, 3), reduction=reduction)
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_binary_cross_entropy(reduction):
+    probabilities = torch.rand(5, 3, generator=seeded()) * 0.98 + 0.01
+    target = torch.rand(5, 3, generator=seeded())
+    check_loss('binary_cross_entropy', probabilities, target, reduction=reduction)
+    check_loss('binary_cross_entropy', probabilities, target, reduction=reduction,
+               weight=torch.rand(3, generator=seeded()))
+
+
+def test_binary_cross_entropy_clamps_its_logs():
+    x, x_t = both(torch.tensor([0.0, 1.0, 0.5]))
+    target = torch.tensor([1.0, 0.0, 1.0])
+    assert_close(F.binary_cross_entropy(x, gt.tensor(target), reduction='none'),
+                 functional.binary_cross_entropy(x_t, target, reduction='none'))
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_binary_cross_entropy_with_logits(reduction):
+    logits, target = randn(6, 4) * 4, torch.rand(6, 4, generator=seeded())
+    check_loss('binary_cross_entropy_with_logits', logits, target, reduction=reduction)
+    check_loss('binary_cross_entropy_with_logits', logits, target, reduction=reduction,
+               weight=torch.rand(4, generator=seeded()),
+               pos_weight=torch.rand(4, generator=seeded()) * 3)
+
+
+def test_binary_cross_entropy_with_logits_is_stable_for_large_logits():
+    # exp(100) overflows float32; torch's form gives finite, exact-to-rounding losses,
+    # including the ~1e-13 losses of confident, correct predictions.
+    logits = torch.tensor([-100.0, -30.0, -1.0, 0.0, 1.0, 30.0, 100.0])
+    for target in [(logits > 0).float(), (logits < 0).float()]:
+        # The losses of +-100 are subnormal, a few units apart. Gradients of +-30 are
+        # ~1e-13, which torch's sigmoid(x) - target rounds to 0 and GT does not.
+        check_loss('binary_cross_entropy_with_logits', logits, target, reduction='none',
+                   atol=1e-40, grad_atol=1e-12)
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+@pytest.mark.parametrize('shape', [(6, 5), (5,), (3, 5, 4)], ids=['batch', 'single', 'k-dim'])
+def test_cross_entropy_and_nll(reduction, shape):
+    target_shape = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    logits, target = randn(*shape) * 2, classes(target_shape, 5)
+    check_loss('cross_entropy', logits, target, reduction=reduction)
+    check_loss('nll_loss', logits.log_softmax(0 if len(shape) == 1 else 1), target,
+               reduction=reduction)
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_cross_entropy_weights_ignore_index_and_smoothing(reduction):
+    logits, target = randn(8, 4), classes((8,), 4)
+    target[2] = target[5] = -100
+    weight = torch.rand(4, generator=seeded()) + 0.5
+    check_loss('cross_entropy', logits, target, reduction=reduction, weight=weight)
+    check_loss('cross_entropy', logits, target, reduction=reduction, label_smoothing=0.2)
+    check_loss('cross_entropy', logits, target, reduction=reduction, weight=weight,
+               label_smoothing=0.1)
+    target[2], target[5] = 1, 3
+    check_loss('cross_entropy', logits, target, reduction=reduction, ignore_index=3)
+    check_loss('nll_loss', logits.log_softmax(1), target, reduction=reduction, weight=weight,
+               ignore_index=3)
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_cross_entropy_with_probability_targets(reduction):
+    logits, target = randn(6, 4), torch.softmax(randn(6, 4), dim=1)
+    check_loss('cross_entropy', logits, target, reduction=reduction)
+    check_loss('cross_entropy', logits, target, reduction=reduction, label_smoothing=0.1,
+               weight=torch.rand(4, generator=seeded()))
+
+
+def test_loss_modules_and_package_level_functions():
+    logits, target = randn(4, 3), classes((4,), 3)
+    expected = torch.nn.CrossEntropyLoss(label_smoothing=0.1)(logits, target)
+    assert_close(nn.CrossEntropyLoss(label_smoothing=0.1)(gt.tensor(logits), gt.tensor(target)),
+                 expected)
+    assert_close(gt.nn.cross_entropy(gt.tensor(logits), gt.tensor(target)),
+                 functional.cross_entropy(logits, target))
+    x, y = randn(4, 3), randn(4, 3)
+    pairs = [(nn.MSELoss, torch.nn.MSELoss), (nn.L1Loss, torch.nn.L1Loss),
+             (nn.BCEWithLogitsLoss, torch.nn.BCEWithLogitsLoss)]
+    for mine, theirs in pairs:
+        assert_close(mine(reduction='sum')(gt.tensor(x), gt.tensor(y.sigmoid())),
+                     theirs(reduction='sum')(x, y.sigmoid()))
+    assert_close(nn.BCELoss()(gt.tensor(x.sigmoid()), gt.tensor(y.sigmoid())),
+                 torch.nn.BCELoss()(x.sigmoid(), y.sigmoid()))
+    assert_close(nn.NLLLoss()(gt.tensor(logits), gt.tensor(target)),
+                 torch.nn.NLLLoss()(logits, target))
+    assert_close(gt.nn.mse_loss(gt.tensor(x), gt.tensor(y)), functional.mse_loss(x, y))
+
+
+@pytest.mark.parametrize('name', ['mse_loss', 'l1_loss', 'binary_cross_entropy',
+                                  'binary_cross_entropy_with_logits'])
+def test_mismatched_shapes_raise_naming_both(name):
+    with pytest.raises(ValueError, match=r'\[4, 1\].*\[4\]'):
+        getattr(F, name)(gt.rand(4, 1), gt.rand(4))
+
+
+def test_class_target_errors():
+    logits = gt.randn(4, 3)
+    with pytest.raises(ValueError, match=r'\[4, 3\].*\[4\].*\[3\]'):
+        F.cross_entropy(logits, gt.tensor([0, 1, 2]))
+    with pytest.raises(TypeError, match='int64'):
+        F.nll_loss(logits, gt.tensor([0, 1, 2, 1], dtype=torch.int16))
+    with pytest.raises(ValueError, match='reduction'):
+        F.cross_entropy(logits, gt.tensor([0, 1, 2, 1]), reduction='average')
+    with pytest.raises(ValueError, match='one entry per class'):
+        F.cross_entropy(logits, gt.tensor([0, 1, 2, 1]), weight=gt.ones(4))

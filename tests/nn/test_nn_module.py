@@ -1,0 +1,180 @@
+"""Module bookkeeping as torch.nn has it: registration by attribute assignment, dotted
+names, traversal, modes, zero_grad, and state_dict / load_state_dict both ways with torch."""
+
+import numpy as np
+import pytest
+import torch
+from nn_check import assert_close, randn
+
+import gt
+import gt.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.layers = nn.Sequential(nn.Linear(width, 2 * width), nn.ReLU(),
+                                    nn.Linear(2 * width, width))
+        self.scale = nn.Parameter(gt.ones(width))
+        self.register_buffer('steps', gt.zeros(1))
+
+    def forward(self, x):
+        return self.layers(self.norm(x)) * self.scale
+
+
+class TorchBlock(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.layers = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.ReLU(),
+                                          torch.nn.Linear(2 * width, width))
+        self.scale = torch.nn.Parameter(torch.ones(width))
+        self.register_buffer('steps', torch.zeros(1))
+
+    def forward(self, x):
+        return self.layers(self.norm(x)) * self.scale
+
+
+def test_public_names():
+    from gt.nn import SGD, Linear, Module
+
+    assert gt.nn.Module is Module and gt.nn.Linear is Linear and gt.nn.SGD is SGD
+    assert gt.nn.optim.Adam is gt.nn.Adam and gt.nn.functional.mse_loss is gt.nn.mse_loss
+    assert 'nn' in gt.__all__
+
+
+def test_registration_names_and_traversal():
+    block = Block(4)
+    names = [name for name, _ in block.named_parameters()]
+    assert names == [name for name, _ in TorchBlock(4).named_parameters()]
+    assert names == ['scale', 'norm.weight', 'norm.bias', 'layers.0.weight', 'layers.0.bias',
+                     'layers.2.weight', 'layers.2.bias']
+    assert [type(m).__name__ for m in block.children()] == ['LayerNorm', 'Sequential']
+    assert [name for name, _ in block.named_modules()] == [
+        '', 'norm', 'layers', 'layers.0', 'layers.1', 'layers.2']
+    assert len(list(block.parameters())) == 7
+    assert block.layers[0] is block.layers._modules['0'] and len(block.layers) == 3
+    assert [name for name, _ in block.named_buffers()] == ['steps']
+    assert [n for n, _ in block.named_parameters(prefix='model', recurse=False)] == ['model.scale']
+
+
+def test_shared_parameters_are_listed_once():
+    first = nn.Linear(3, 3)
+    model = nn.Sequential(first, nn.ReLU(), first)
+    assert len(list(model.parameters())) == 2
+    assert [name for name, _ in model.named_parameters()] == ['0.weight', '0.bias']
+
+
+def test_assignment_rules():
+    layer = nn.Linear(2, 3)
+    with pytest.raises(TypeError, match="parameter 'weight'"):
+        layer.weight = gt.zeros(3, 2)
+    layer.bias = None
+    assert [name for name, _ in layer.named_parameters()] == ['weight']
+    layer.extra = nn.Parameter(gt.zeros(2))
+    assert 'extra' in dict(layer.named_parameters())
+    del layer.extra
+    assert 'extra' not in dict(layer.named_parameters())
+    layer.note = 'plain attribute'
+    assert layer.note == 'plain attribute'
+    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+        layer.missing  # noqa: B018
+
+    class Forgetful(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(2, 2)
+
+    with pytest.raises(AttributeError, match='super\\(\\).__init__'):
+        Forgetful()
+
+
+def test_parameter():
+    source = gt.tensor([1.0, 2.0])
+    parameter = nn.Parameter(source)
+    assert isinstance(parameter, gt.Tensor) and parameter.is_leaf and parameter.requires_grad
+    source += 1  # a copy: updating the source leaves the parameter alone
+    assert parameter.tolist() == [1.0, 2.0]
+    assert nn.Parameter(np.ones(3, np.float32)).tolist() == [1.0, 1.0, 1.0]
+    assert not nn.Parameter(torch.ones(2), requires_grad=False).requires_grad
+    assert 'Parameter containing' in repr(parameter)
+    with pytest.raises(RuntimeError, match='floating point'):
+        nn.Parameter(gt.tensor([1, 2]))
+
+
+def test_train_eval_and_zero_grad():
+    block = Block(4)
+    assert all(m.training for m in block.modules())
+    assert block.eval() is block and not any(m.training for m in block.modules())
+    block.train()
+    assert all(m.training for m in block.modules())
+    block(gt.randn(2, 4)).sum().backward()
+    assert all(p.grad is not None for p in block.parameters())
+    block.zero_grad(set_to_none=False)
+    assert all(p.grad.data.abs().sum() == 0 for p in block.parameters())
+    block.zero_grad()
+    assert all(p.grad is None for p in block.parameters())
+
+
+def test_state_dict_matches_torch_and_round_trips():
+    theirs, mine = TorchBlock(4), Block(4)
+    with torch.no_grad():
+        theirs.scale.copy_(randn(4))
+    state = mine.state_dict()
+    assert list(state) == list(theirs.state_dict())
+    assert all(isinstance(value, torch.Tensor) for value in state.values())
+    mine.load_state_dict(theirs.state_dict())
+    x = randn(3, 4)
+    assert_close(mine(gt.tensor(x)), theirs(x))
+    # And back: torch loads what GT saved.
+    again = TorchBlock(4)
+    again.load_state_dict(mine.state_dict())
+    assert_close(again(x), theirs(x), rtol=0, atol=0)
+    # numpy arrays load too; values are copies, not views of the dict.
+    arrays = {name: value.numpy() * 2 for name, value in theirs.state_dict().items()}
+    mine.load_state_dict(arrays)
+    assert_close(mine.scale, theirs.scale * 2)
+    assert isinstance(mine.state_dict(keep_vars=True)['scale'], nn.Parameter)
+
+
+def test_load_state_dict_errors_name_the_keys_and_shapes():
+    mine = Block(4)
+    state = TorchBlock(4).state_dict()
+    state.pop('norm.bias')
+    state['head.weight'] = torch.zeros(2)
+    state['layers.0.weight'] = torch.zeros(5, 4)
+    with pytest.raises(RuntimeError) as error:
+        mine.load_state_dict(state)
+    message = str(error.value)
+    assert "missing key(s) in state_dict: 'norm.bias'" in message
+    assert "unexpected key(s) in state_dict: 'head.weight'" in message
+    assert "'layers.0.weight'" in message and '[5, 4]' in message and '[8, 4]' in message
+    # Not strict: names may differ, shapes may not; nothing is loaded on error.
+    with pytest.raises(RuntimeError, match='size mismatch'):
+        mine.load_state_dict(state, strict=False)
+    state['layers.0.weight'] = torch.full((8, 4), 3.0)
+    result = mine.load_state_dict(state, strict=False)
+    assert result.missing_keys == ['norm.bias'] and result.unexpected_keys == ['head.weight']
+    assert torch.all(mine.layers[0].weight.data == 3.0)
+
+
+def test_load_casts_to_the_parameter_dtype():
+    layer = nn.Linear(2, 2)
+    layer.load_state_dict({'weight': np.eye(2), 'bias': torch.zeros(2, dtype=torch.float64)})
+    assert layer.weight.dtype == torch.float32 and layer.weight.tolist() == [[1, 0], [0, 1]]
+    assert layer.double().weight.dtype == torch.float64
+
+
+def test_repr_like_torch():
+    text = repr(nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Dropout(0.1)))
+    assert text == repr(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(),
+                                            torch.nn.Dropout(0.1))).replace(
+        'inplace=False', '').replace('(p=0.1, )', '(p=0.1)')
+
+
+def test_updating_a_parameter_in_place_keeps_its_place():
+    layer = nn.Linear(2, 2)
+    with gt.no_grad():
+        layer.weight -= 1.0  # Module.__setattr__ sees the same Parameter again
+    assert [name for name, _ in layer.named_parameters()] == ['weight', 'bias']
+    assert list(layer.state_dict()) == ['weight', 'bias']
