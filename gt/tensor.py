@@ -262,20 +262,24 @@ LOW_PRECISION = frozenset({'float16', 'bfloat16'})
 
 
 # ---- recording ops -------------------------------------------------------------------------
-# Type rules of attribute-free ops, memoized: loops apply the same op to the same types.
+# Type rules, memoized by op, input types and (hashable) attrs: loops apply the same ops
+# to the same types. Type rules are pure, so a remembered answer is the answer.
 _inferred: dict[tuple, tuple] = {}
 
 
 def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     """Record `op` on `inputs`; return the result tensor (or a list of them)."""
     input_types = tuple([t._type for t in inputs])
-    if attrs:
-        types = OPS[op].infer(input_types, **attrs)
-    else:
-        key = (op, input_types)
+    try:
+        # Types too: 1, 1.0 and True are equal as keys but not as clamp bounds.
+        key = (op, input_types, tuple(attrs.items()), tuple(map(type, attrs.values())))
         types = _inferred.get(key)
-        if types is None:
-            types = _inferred[key] = OPS[op].infer(input_types)
+    except TypeError:  # a list among the attrs: not hashable, so not memoized
+        key, types = None, None
+    if types is None:
+        types = OPS[op].infer(input_types, **attrs)
+        if key is not None:
+            _inferred[key] = types
     client = inputs[0]._client if inputs else connection.current()
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
     outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
@@ -290,7 +294,7 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
 def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
     """`apply` for the commonest case, two tensors and no attributes, kept lean because
     elementwise loops run through it."""
-    key = (op, left._type, right._type)
+    key = (op, (left._type, right._type), (), ())
     types = _inferred.get(key)
     if types is None:
         types = _inferred[key] = OPS[op].infer((left._type, right._type))

@@ -63,12 +63,23 @@ class PendingFragment:
         self.locations: list = []
 
 
-def user_location() -> tuple[str, int]:
-    """The file and line outside GT that made the current call."""
+# Whether a code object belongs to GT, by code object: every recorded op walks up the
+# stack to the user's frame, so this check must be a dictionary lookup.
+_inside_gt: dict = {}
+
+
+def user_location() -> tuple:
+    """The code object and line outside GT that made the current call."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(GT_DIR):
+    while frame is not None:
+        code = frame.f_code
+        inside = _inside_gt.get(code)
+        if inside is None:
+            inside = _inside_gt[code] = code.co_filename.startswith(GT_DIR)
+        if not inside:
+            return (code, frame.f_lineno)
         frame = frame.f_back
-    return (frame.f_code.co_filename, frame.f_lineno) if frame else ('<unknown>', 0)
+    return (None, 0)
 
 
 class Client:
@@ -227,7 +238,8 @@ class Client:
     def _where(self, base: int | None, location: int | None) -> str:
         for origin_base, locations, records in self.origins:
             if origin_base == base and location is not None and location < len(locations):
-                filename, line = locations[location]
+                code, line = locations[location]
+                filename = code.co_filename if code is not None else '<unknown>'
                 return f'\n  recorded at {filename}:{line} ({records[location][0]})'
         return ''
 
