@@ -10,6 +10,7 @@ import gc
 import os
 import socket as sockets
 import sys
+import threading
 import time
 from collections import deque
 
@@ -25,6 +26,7 @@ from gt.runtime.protocol import (
     Fetched,
     Goodbye,
     Hello,
+    KeepAlive,
     Ping,
     ProtocolError,
     Refused,
@@ -38,6 +40,7 @@ from gt.runtime.transport import dealer, endpoint_for, receive, send
 FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
 SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
 PING_SECONDS = 1.0
+KEEP_ALIVE_SECONDS = 1.0
 STARTUP_SECONDS = float(os.environ.get('GT_STARTUP_TIMEOUT', '120'))
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 GT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,10 +100,26 @@ class Client:
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
         self.next_request = 0
         self.closed = False
-        send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers))
-        welcome, _ = self._wait(Welcome, startup=True)
+        try:
+            send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers))
+            welcome, _ = self._wait(Welcome, startup=True)
+        except BaseException:
+            self.socket.close(linger=0)
+            raise
         self.session = welcome.session
         self.workers = welcome.workers
+        self._stop_keep_alive = threading.Event()
+        threading.Thread(target=self._keep_alive, daemon=True, name='gt-keep-alive').start()
+
+    def _keep_alive(self) -> None:
+        """Tell the dispatcher every second that this client lives, from a socket of its
+        own (sockets are not thread-safe): a client that dies silently loses its session."""
+        socket = dealer(self.endpoint)
+        try:
+            while not self._stop_keep_alive.wait(KEEP_ALIVE_SECONDS):
+                send(socket, KeepAlive(self.session))
+        finally:
+            socket.close(linger=0)
 
     # ---- recording -----------------------------------------------------------------------
     def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
@@ -189,6 +208,7 @@ class Client:
         except zmq.ZMQError:
             pass
         self.closed = True
+        self._stop_keep_alive.set()
         try:
             send(self.socket, Goodbye())
         except zmq.ZMQError:

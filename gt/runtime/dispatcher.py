@@ -11,6 +11,7 @@ import itertools
 import os
 import shutil
 import time
+import traceback
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from gt.runtime.protocol import (
     Goodbye,
     Heartbeat,
     Hello,
+    KeepAlive,
     Ping,
     Pong,
     ProtocolError,
@@ -41,6 +43,8 @@ from gt.runtime.protocol import (
 from gt.runtime.transport import send
 
 HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
+# Clients send KeepAlive every second; a session silent this long belongs to a dead client.
+SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 
@@ -65,6 +69,7 @@ class Session:
     client: str
     home_worker: int
     values: dict = field(default_factory=dict)  # client id -> (shape, dtype, placement)
+    last_seen: float = field(default_factory=time.monotonic)
     errors: list = field(default_factory=list)  # reports not yet delivered to the client
     last_graph: object = None
 
@@ -77,6 +82,7 @@ class PendingRequest:
     request: int
     workers: set
     is_stats: bool
+    positions: dict = field(default_factory=dict)  # worker -> its values' places in the reply
     tensors: list = field(default_factory=list)
     frames: list = field(default_factory=list)
     errors: list = field(default_factory=list)
@@ -105,6 +111,7 @@ class Dispatcher:
         self.next_request = 0
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
+            KeepAlive: self.keep_alive,
             StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
             Fetched: self.worker_reply, Stats: self.worker_reply,
         }
@@ -116,7 +123,7 @@ class Dispatcher:
             while True:
                 if self.socket.poll(200):
                     self._handle(*self._receive())
-                self._check_workers()
+                self._check_liveness()
         finally:
             self.socket.close(0)
             for endpoint in self.endpoints:
@@ -138,7 +145,13 @@ class Dispatcher:
             return  # garbage from a stranger: nobody to answer, nothing to lose
         if identity in self.worker_by_identity:
             self.worker_by_identity[identity].last_seen = time.monotonic()
-        handler(identity, message, frames)
+        session = self.sessions.get(identity)
+        if session is not None:
+            session.last_seen = time.monotonic()
+        try:
+            handler(identity, message, frames)
+        except Exception:  # a message that decodes but makes no sense must not end the server
+            traceback.print_exc()
 
     def _send(self, identity: bytes, message: object, frames: list = ()) -> None:
         try:
@@ -150,6 +163,7 @@ class Dispatcher:
     def hello(self, identity: bytes, message: Hello, frames: list) -> None:
         if not isinstance(message.wait_for_workers, int) or not isinstance(message.client, str):
             return self._send(identity, Refused('malformed hello'))
+        self._end_session(identity)  # a second Hello starts over
         self.waiting_hellos.append((identity, message))
         self._welcome_waiting()
 
@@ -189,13 +203,15 @@ class Dispatcher:
                 for worker in entry[2].workers:
                     releases.setdefault(worker, []).append(value_id)
         fetches: dict[int, list[int]] = {}
-        for value_id in message.fetch:
+        positions: dict[int, list[int]] = {}
+        for position, value_id in enumerate(message.fetch):
             entry = session.values.get(value_id)
             if entry is None:
                 session.errors.append([None, None, 'fetch', f'value {value_id} does not exist '
                                        'in this session'])
             else:
                 fetches.setdefault(entry[2].workers[0], []).append(value_id)
+                positions.setdefault(entry[2].workers[0], []).append(position)
         programs = {p.worker: p for p in plan.programs} if plan else {}
         involved = set(programs) | set(releases) | set(fetches)
         lost = [self.workers[w] for w in involved if not self.workers[w].alive]
@@ -206,6 +222,10 @@ class Dispatcher:
         if message.fetch:
             request = self._open_request(session.identity, message.request, set(fetches),
                                          is_stats=False)
+            pending = self.pending[request]
+            pending.positions = positions
+            pending.tensors = [None] * len(message.fetch)
+            pending.frames = [None] * len(message.fetch)
         for worker in involved:
             self._send_work(session, message, frames, worker, programs.get(worker),
                             releases.get(worker, []), fetches.get(worker, []), request)
@@ -261,6 +281,14 @@ class Dispatcher:
         self._send(identity, Pong())
 
     def goodbye(self, identity: bytes, message: Goodbye, frames: list) -> None:
+        self._end_session(identity)
+
+    def keep_alive(self, identity: bytes, message: KeepAlive, frames: list) -> None:
+        for session in self.sessions.values():
+            if session.number == message.session:
+                session.last_seen = time.monotonic()
+
+    def _end_session(self, identity: bytes) -> None:
         session = self.sessions.pop(identity, None)
         if session is not None:
             for worker in self._live_workers():
@@ -277,41 +305,58 @@ class Dispatcher:
 
     # ---- workers -------------------------------------------------------------------------
     def register(self, identity: bytes, message: Register, frames: list) -> None:
-        if identity in self.worker_by_identity:
+        handle = self.worker_by_identity.get(identity)
+        if handle is not None:
+            if not handle.alive:  # back after a stall: it dropped its state, so start clean
+                handle.alive, handle.last_seen = True, time.monotonic()
+                handle.programs.clear()
+                self._welcome_waiting()
             return
-        handle = WorkerHandle(len(self.workers), identity, message.name, message.device,
-                              message.host, message.pid, time.monotonic())
+        handle = WorkerHandle(len(self.workers), identity, str(message.name),
+                              str(message.device), str(message.host), message.pid,
+                              time.monotonic())
         self.workers.append(handle)
         self.worker_by_identity[identity] = handle
         self._welcome_waiting()
 
     def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
+        if not isinstance(message.worker, bytes):
+            return
         handle = self.worker_by_identity.get(message.worker)
-        if handle is None and isinstance(message.worker, bytes):
-            self._send(message.worker, Reregister())  # a worker of a previous dispatcher
-        elif handle is not None and handle.alive:
+        if handle is None or not handle.alive:
+            # A worker of a previous dispatcher, or one declared lost during a stall: its
+            # state is stale either way, so it starts afresh.
+            self._send(message.worker, Reregister())
+        else:
             handle.last_seen = time.monotonic()
 
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
         handle = self.worker_by_identity.get(identity)
-        pending = self.pending.get(message.request)
+        pending = self.pending.get(message.request) if isinstance(message.request, int) else None
         if handle is None or pending is None or handle.index not in pending.workers:
             return
         pending.workers.discard(handle.index)
         if isinstance(message, Stats):
             pending.stats.extend(dict(s, index=handle.index) for s in message.workers)
         else:
-            pending.tensors.extend(message.tensors)
-            pending.frames.extend(frames)
+            # Put each value back at its place in the client's fetch list.
+            frames = iter(frames)
+            for position, header in zip(pending.positions.get(handle.index, []),
+                                        message.tensors):
+                pending.tensors[position] = header
+                pending.frames[position] = next(frames) if header is not None else None
             pending.errors.extend(message.errors)
         if not pending.workers:
             self._finish(message.request)
 
-    def _check_workers(self) -> None:
+    def _check_liveness(self) -> None:
         now = time.monotonic()
         for handle in self._live_workers():
             if now - handle.last_seen > HEARTBEAT_TIMEOUT:
                 self._lose(handle)
+        for identity, session in list(self.sessions.items()):
+            if now - session.last_seen > SESSION_TIMEOUT:
+                self._end_session(identity)  # its client died without saying goodbye
 
     def _lose(self, handle: WorkerHandle) -> None:
         handle.alive = False
@@ -345,8 +390,8 @@ class Dispatcher:
         if pending.is_stats:
             return self._send(pending.identity, Stats(pending.request, pending.stats,
                                                       self._own_stats(session)))
-        self._send(pending.identity, Fetched(pending.request, pending.tensors, errors),
-                   pending.frames)
+        frames = [frame for frame in pending.frames if frame is not None]
+        self._send(pending.identity, Fetched(pending.request, pending.tensors, errors), frames)
 
     def _reply_error(self, session: Session, client_request: int) -> None:
         self._send(session.identity, Fetched(client_request, [], session.errors))

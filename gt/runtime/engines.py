@@ -1,6 +1,7 @@
 """Engines: how a worker holds tensors. `torch` (the default; CUDA when present) runs the
 op table's torch rows; `numpy` runs its numpy rows, as a reference to test against."""
 
+import math
 import os
 from typing import Any
 
@@ -26,7 +27,7 @@ class SessionContext:
 
     def literal(self, slot: int, dtype: str) -> Any:
         value = self.literals[slot]
-        key = (value, type(value), dtype)
+        key = (value, type(value), dtype, math.copysign(1.0, value))  # 0.0 is not -0.0
         tensor = self._literal_cache.get(key)
         if tensor is None:
             if len(self._literal_cache) >= LITERALS_CACHED:
@@ -91,7 +92,7 @@ class NumpyEngine:
         return np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
 
     def to_wire(self, array: Any) -> tuple[str, list[int], Any]:
-        array = np.ascontiguousarray(array)
+        array = np.require(np.asarray(array), requirements='C')  # keeps 0-d arrays 0-d
         return array.dtype.name, list(array.shape), array
 
     def nbytes(self, array: Any) -> int:

@@ -56,6 +56,14 @@ class Goodbye:
     pass
 
 
+@dataclass(frozen=True)
+class KeepAlive:
+    """Sent every second by a client's own thread, so the dispatcher can tell a quiet
+    client from a dead one."""
+
+    session: int
+
+
 # ---- dispatcher -> client --------------------------------------------------------------
 @dataclass(frozen=True)
 class Welcome:
@@ -141,8 +149,8 @@ class Stats:
 
 
 MESSAGES = [
-    Hello, Submit, Ping, StatsRequest, Goodbye, Welcome, Refused, Pong, RunProgram, EndSession,
-    Reregister, Register, Heartbeat, Fetched, Stats,
+    Hello, Submit, Ping, StatsRequest, Goodbye, KeepAlive, Welcome, Refused, Pong, RunProgram,
+    EndSession, Reregister, Register, Heartbeat, Fetched, Stats,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(fields(message)) for message in MESSAGES}

@@ -1,0 +1,310 @@
+"""Shared test setup: environment defaults, a real GT cluster of processes, and a helper
+that runs a client script in its own interpreter.
+
+Every process a test starts is bounded by a timeout and stopped at teardown (terminate,
+then kill); servers and workers also get `--exit-with-parent` so that they end even if
+pytest itself is killed.
+"""
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+
+import pytest
+
+# Before anything imports gt: the client reads these at import time, and every process
+# started below inherits them.
+os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR',
+                      os.path.join(tempfile.gettempdir(), 'gt-test-inductor-cache'))
+os.environ.setdefault('GT_TIMEOUT', '10')
+os.environ.setdefault('GT_STARTUP_TIMEOUT', '90')
+
+# Test modules import these helpers as `gt_test_support`: the name `conftest` is not theirs
+# to import, since pytest rebinds it to whichever conftest.py it loaded last (tests/api has one).
+sys.modules.setdefault('gt_test_support', sys.modules[__name__])
+
+STOP_SECONDS = 5.0
+READY_SECONDS = 90.0  # a loaded 2-core machine imports torch in several processes at once
+SCRIPT_SECONDS = 90.0
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (another process may take it later; the
+    window is small enough for tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def stop_process(process: subprocess.Popen, seconds: float = STOP_SECONDS) -> None:
+    """Terminate, then kill after `seconds`; always reaps."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(seconds)
+
+
+# ---- client scripts -------------------------------------------------------------------------
+@dataclass
+class ScriptResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def explain(self) -> str:
+        return (f'exit code {self.returncode}\n--- stdout ---\n{self.stdout}\n'
+                f'--- stderr ---\n{self.stderr}')
+
+
+def start_script(code: str, env: dict | None = None, **popen_args) -> subprocess.Popen:
+    """Start `python -c code` (dedented) in its own session, stdout and stderr piped."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.Popen(
+        [sys.executable, '-c', textwrap.dedent(code)], env=full_env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen_args)
+
+
+def finish_script(process: subprocess.Popen, timeout: float = SCRIPT_SECONDS) -> ScriptResult:
+    """Wait for a script from `start_script`; on timeout kill its whole process group."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(process)
+        stdout, stderr = process.communicate(timeout=STOP_SECONDS)
+        pytest.fail(f'script did not finish within {timeout} s\n--- stdout ---\n{stdout}\n'
+                    f'--- stderr ---\n{stderr}')
+    return ScriptResult(process.returncode, stdout, stderr)
+
+
+def run_script(code: str, timeout: float = SCRIPT_SECONDS, env: dict | None = None) -> ScriptResult:
+    """Run a client script in a fresh interpreter and return what it printed."""
+    return finish_script(start_script(code, env), timeout)
+
+
+def read_line(process: subprocess.Popen, seconds: float) -> str:
+    """The next line a script from `start_script` prints, waiting at most `seconds`."""
+    ready, _, _ = select.select([process.stdout], [], [], seconds)
+    if not ready:
+        kill_group(process)
+        pytest.fail(f'no output within {seconds} s: {process.communicate(timeout=STOP_SECONDS)}')
+    return process.stdout.readline()
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# ---- clusters -------------------------------------------------------------------------------
+class Cluster:
+    """A real `python -m gt.server` and `python -m gt.worker` processes on a loopback port."""
+
+    def __init__(self, workers: int = 2, backend: str = 'torch', env: dict | None = None,
+                 log_dir: str | None = None):
+        self.port = free_port()
+        self.address = f'localhost:{self.port}'
+        self.endpoint = f'tcp://127.0.0.1:{self.port}'
+        self.log_dir = log_dir or tempfile.mkdtemp(prefix='gt-test-cluster-')
+        self.env = dict(os.environ)
+        # Two cores: workers that each take every core would fight over them.
+        self.env.setdefault('GT_WORKER_THREADS', '1')
+        self.env.setdefault('GT_SESSION_TIMEOUT', '5')  # so tests can watch sessions expire
+        self.env.update(env or {})
+        self.guard = ['--exit-with-parent', str(os.getpid())]
+        self.server = self.start_server()
+        self.workers = [
+            self._start(f'worker{index}', ['gt.worker', '--host', 'localhost', '-p',
+                                           str(self.port), '--backend', backend, *self.guard])
+            for index in range(workers)
+        ]
+
+    def start_server(self, log_name: str = 'server') -> subprocess.Popen:
+        """Start a dispatcher on this cluster's port (again, after a test killed it)."""
+        return self._start(log_name, ['gt.server', '-p', str(self.port), *self.guard])
+
+    def _start(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = open(os.path.join(self.log_dir, f'{name}.log'), 'w')
+        try:
+            return subprocess.Popen([sys.executable, '-m', *args], env=self.env, stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        finally:
+            log.close()
+
+    @property
+    def processes(self) -> list[subprocess.Popen]:
+        return [self.server, *self.workers]
+
+    def logs(self) -> str:
+        text = []
+        for name in sorted(os.listdir(self.log_dir)):
+            with open(os.path.join(self.log_dir, name)) as log:
+                text.append(f'--- {name} ---\n{log.read()[-3000:]}')
+        return '\n'.join(text)
+
+    def wait_ready(self, workers: int | None = None, timeout: float = READY_SECONDS) -> None:
+        """Return once the dispatcher has `workers` live workers (it answers a Hello then)."""
+        from gt.runtime.protocol import Goodbye, Hello, Welcome
+        from gt.runtime.transport import dealer, receive, send
+
+        wanted = len(self.workers) if workers is None else workers
+        probe = dealer(self.endpoint)
+        try:
+            send(probe, Hello('tests:wait_ready', wanted))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                for process in self.processes:
+                    if process.poll() is not None:
+                        raise RuntimeError(f'{process.args} exited with {process.returncode}\n'
+                                           + self.logs())
+                if probe.poll(250):
+                    message, _ = receive(probe)
+                    if isinstance(message, Welcome):
+                        send(probe, Goodbye())
+                        return
+            raise TimeoutError(f'cluster on port {self.port} not ready within {timeout} s\n'
+                               + self.logs())
+        finally:
+            probe.close(linger=200)
+
+    def wait_answering(self, timeout: float = READY_SECONDS) -> None:
+        """Return once the dispatcher answers a Ping (it needs no workers for that)."""
+        from gt.runtime.protocol import Ping, Pong
+        from gt.runtime.transport import dealer, receive, send
+
+        probe = dealer(self.endpoint)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.server.poll() is not None:
+                    raise RuntimeError(f'the server exited with {self.server.returncode}\n'
+                                       + self.logs())
+                send(probe, Ping())
+                if probe.poll(500) and isinstance(receive(probe)[0], Pong):
+                    return
+            raise TimeoutError(f'no Pong on port {self.port} within {timeout} s\n' + self.logs())
+        finally:
+            probe.close(linger=0)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            stop_process(process)
+        if self.server.returncode == -signal.SIGKILL:  # a test killed it: tidy up after it
+            from gt.runtime.transport import local_socket_path
+
+            with contextlib.suppress(OSError):
+                os.unlink(local_socket_path(self.port))
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope='session')
+def cluster():
+    """One dispatcher and two torch workers, shared by the whole session. Tests must not
+    break it; a test that kills processes starts its own with `start_cluster`."""
+    started = Cluster(workers=2)
+    try:
+        started.wait_ready()
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def start_cluster():
+    """Start private clusters (`start_cluster(workers=1, env={...})`); all are stopped
+    when the test ends."""
+    started: list[Cluster] = []
+
+    def start(workers: int = 1, backend: str = 'torch', env: dict | None = None,
+              wait: bool = True) -> Cluster:
+        created = Cluster(workers, backend, env)
+        started.append(created)
+        if wait:
+            created.wait_ready()
+        return created
+
+    yield start
+    for created in started:
+        created.stop()
+
+
+def submit_message(**given):
+    """A protocol `Submit` with `given` fields; the others empty (b'', 0, [], request 0), so
+    that raw-socket tests keep working as the message grows fields."""
+    from dataclasses import fields
+
+    from gt.runtime.protocol import Submit
+
+    defaults = {'structure': b'', 'base': 0, 'request': 0}
+    return Submit(**{f.name: given.pop(f.name, defaults.get(f.name, []))
+                     for f in fields(Submit)}, **given)
+
+
+@contextlib.contextmanager
+def connected(address: str):
+    """This process's gt client, connected to `address` for the block, then closed so
+    that later tests start from no connection."""
+    import gt
+    from gt.runtime import client
+
+    try:
+        gt.connect(address)
+        yield client.current()
+    finally:
+        if client._client is not None:
+            client._client.close()
+        client._client = None
+
+
+# ---- a guard against hangs ------------------------------------------------------------------
+RUNTIME_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'runtime')
+DEFAULT_TIME_LIMIT = 120.0
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        'markers', 'time_limit(seconds): fail a tests/runtime test that runs longer '
+        f'(default {DEFAULT_TIME_LIMIT:.0f} s)')
+
+
+class TimeLimitExceeded(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def time_limit(request):
+    """Fail a runtime test that runs too long instead of hanging the run: SIGALRM raises
+    in the test's main thread (pyzmq's blocking calls wake up for signals)."""
+    if not str(request.node.path).startswith(RUNTIME_TESTS) or not hasattr(signal, 'SIGALRM'):
+        yield
+        return
+    marker = request.node.get_closest_marker('time_limit')
+    seconds = marker.args[0] if marker else DEFAULT_TIME_LIMIT
+
+    def expire(signum, frame):
+        raise TimeLimitExceeded(f'{request.node.nodeid} ran longer than {seconds} s')
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,85 @@
+"""The command lines: `python -m gt.server` and `python -m gt.worker`."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from gt_test_support import Cluster
+
+from gt.runtime.transport import local_socket_path
+
+COMMAND_SECONDS = 60
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', *args], text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+
+def finish(process: subprocess.Popen) -> tuple[int, str, str]:
+    try:
+        stdout, stderr = process.communicate(timeout=COMMAND_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate(timeout=5)
+        pytest.fail(f'{process.args} did not finish within {COMMAND_SECONDS} s')
+    return process.returncode, stdout, stderr
+
+
+@pytest.fixture(scope='module')
+def outputs():
+    """Every command at once: each pays for importing torch, so let them overlap."""
+    commands = {
+        'server help': ('gt.server', '--help'),
+        'worker help': ('gt.worker', '--help'),
+        'bogus backend': ('gt.worker', '--backend', 'bogus', '-p', '1'),
+    }
+    started = {name: start(*args) for name, args in commands.items()}
+    return {name: finish(process) for name, process in started.items()}
+
+
+def test_server_help(outputs):
+    code, stdout, _ = outputs['server help']
+    assert code == 0
+    for flag in ('-p', '--port', '--host', '--endpoint'):
+        assert flag in stdout, flag
+    assert 'python -m gt.server' in stdout
+
+
+def test_worker_help(outputs):
+    code, stdout, _ = outputs['worker help']
+    assert code == 0
+    for flag in ('--host', '-p', '--port', '--backend', '--device', '--endpoint'):
+        assert flag in stdout, flag
+    assert 'torch' in stdout and 'numpy' in stdout
+    assert 'python -m gt.worker' in stdout
+
+
+def test_unknown_backend_is_refused(outputs):
+    code, stdout, stderr = outputs['bogus backend']
+    assert code != 0
+    assert 'bogus' in stderr
+    assert '--backend' in stderr
+    assert 'Traceback' not in stderr  # a usage message, not a crash
+
+
+@pytest.mark.time_limit(90)
+def test_server_lifecycle():
+    """Listens on tcp and on its ipc socket; a second server on the port fails clearly; on
+    SIGTERM it exits 0 and removes the ipc socket."""
+    first = Cluster(workers=0)
+    try:
+        first.wait_answering()
+        socket_file = local_socket_path(first.port)
+        assert os.path.exists(socket_file)
+        code, _, stderr = finish(start('gt.server', '-p', str(first.port)))
+        assert code != 0
+        assert str(first.port) in stderr and 'Traceback' not in stderr, stderr
+        assert first.server.poll() is None  # the second one did not disturb the first
+        assert os.path.exists(socket_file)
+        first.server.terminate()
+        assert first.server.wait(10) == 0, first.logs()
+        assert not os.path.exists(socket_file)
+    finally:
+        first.stop()

@@ -1,0 +1,349 @@
+"""Failures end in a clear exception in the client that made the request, never a hang:
+no server, a lost worker, a lost dispatcher, a bad op, a failing op, garbage on the wire.
+
+Time bounds are generous (a loaded two-core machine), but they are bounds: a hang fails.
+"""
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+import msgpack
+import numpy as np
+import pytest
+from gt_test_support import (
+    connected,
+    free_port,
+    kill_group,
+    read_line,
+    start_script,
+    submit_message,
+)
+
+import gt
+from gt.ir import OPS
+from gt.runtime.fragment import encode_structure
+from gt.runtime.protocol import (
+    MESSAGES,
+    Fetched,
+    Goodbye,
+    Heartbeat,
+    Hello,
+    Ping,
+    ProtocolError,
+    Stats,
+    Welcome,
+    encode,
+)
+from gt.runtime.transport import dealer, receive, send
+
+TEST_FILE = os.path.abspath(__file__)
+
+
+@pytest.fixture
+def client(cluster):
+    with connected(cluster.address) as connection:
+        yield connection
+
+
+# ---- no server ----------------------------------------------------------------------------
+@pytest.mark.time_limit(60)
+def test_no_server_is_a_connection_error():
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match='no answer|refused|running'):
+        with connected(f'localhost:{free_port()}'):
+            (gt.ones(3) + 1).tolist()
+    assert time.monotonic() - started < 30
+
+
+# ---- a lost worker ------------------------------------------------------------------------
+@pytest.mark.time_limit(90)
+def test_killed_worker_fails_the_next_fetch(start_cluster):
+    private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    with connected(private.address):
+        x = gt.from_numpy(np.arange(6, dtype=np.float32))
+        assert (x * 2).sum().item() == 30.0
+        private.workers[0].kill()
+        private.workers[0].wait(10)
+        started = time.monotonic()
+        with pytest.raises(Exception, match='lost') as raised:
+            (x + 1).sum().item()
+        assert time.monotonic() - started < 30
+        assert 'worker' in str(raised.value)
+    assert private.server.poll() is None, 'the dispatcher died with its worker'
+
+
+@pytest.mark.time_limit(90)
+def test_worker_lost_while_a_fetch_waits(start_cluster):
+    private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    with connected(private.address):
+        x = gt.from_numpy(np.arange(6, dtype=np.float32))
+        assert x.sum().item() == 15.0
+        # Stopped, the worker holds the fetch below; then it dies without a word.
+        os.kill(private.workers[0].pid, signal.SIGSTOP)
+        threading.Timer(1.0, private.workers[0].kill).start()
+        started = time.monotonic()
+        with pytest.raises(Exception, match='lost'):
+            (x + 1).sum().item()
+        assert time.monotonic() - started < 30
+
+
+# ---- a lost dispatcher ----------------------------------------------------------------------
+@pytest.mark.time_limit(90)
+def test_killed_dispatcher_fails_a_waiting_client(start_cluster):
+    # A patient dispatcher: the stopped worker must not be declared lost before the kill.
+    private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '120'})
+    with connected(private.address):
+        x = gt.from_numpy(np.arange(6, dtype=np.float32))
+        assert x.sum().item() == 15.0
+        worker = private.workers[0]
+        os.kill(worker.pid, signal.SIGSTOP)  # the next fetch waits for this worker...
+        try:
+            threading.Timer(1.5, private.server.kill).start()  # ...while the dispatcher dies
+            started = time.monotonic()
+            with pytest.raises(ConnectionError):
+                (x + 1).sum().item()
+            assert time.monotonic() - started < 30
+            assert private.server.poll() is not None
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+
+
+# ---- errors at the user's line --------------------------------------------------------------
+def last_user_frame(error: BaseException) -> traceback.FrameSummary:
+    gt_dir = os.path.dirname(os.path.abspath(gt.__file__))
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not os.path.abspath(frame.filename).startswith(gt_dir)]
+    return frames[-1]
+
+
+def test_shape_mismatch_raises_at_the_users_line(client):
+    a, b = gt.randn(2, 3), gt.randn(4, 5)
+    line = sys._getframe().f_lineno + 2
+    with pytest.raises(ValueError) as raised:
+        a @ b
+    message = str(raised.value)
+    assert '[2, 3]' in message or '(2, 3)' in message, message
+    assert '[4, 5]' in message or '(4, 5)' in message, message
+    frame = last_user_frame(raised.value)
+    assert (os.path.abspath(frame.filename), frame.lineno) == (TEST_FILE, line)
+
+
+@pytest.mark.skipif('floor_divide' not in OPS, reason='the op table has no floor_divide')
+def test_worker_error_names_the_op_and_the_users_line(client):
+    survivor = gt.from_numpy(np.array([1.0, 2.0], dtype=np.float32))
+    line = sys._getframe().f_lineno + 1
+    broken = gt.tensor([1]) // gt.tensor([0])  # torch: ZeroDivisionError on the worker
+    with pytest.raises(gt.WorkerError) as raised:
+        broken.tolist()
+    message = str(raised.value)
+    assert 'floor_divide' in message, message
+    assert f'{TEST_FILE}:{line}' in message or f'{os.path.basename(TEST_FILE)}:{line}' in message, \
+        message
+    # Everything else still works: older values, new values, and the same op done right.
+    assert (survivor * 3).tolist() == [3.0, 6.0]
+    assert (gt.tensor([7]) // gt.tensor([2])).tolist() == [3]
+    # A failed value stays failed; it does not poison later fetches of healthy values.
+    with pytest.raises(gt.WorkerError):
+        (broken + 1).tolist()
+    assert survivor.tolist() == [1.0, 2.0]
+
+
+# ---- garbage on the wire --------------------------------------------------------------------
+def receive_within(socket, kind: type, seconds: float = 10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if socket.poll(100):
+            try:
+                message, frames = receive(socket)
+            except ProtocolError:
+                continue
+            if isinstance(message, kind):
+                return message, frames
+    pytest.fail(f'no {kind.__name__} within {seconds} s')
+
+
+def dispatcher_answers(cluster) -> bool:
+    if cluster.server.poll() is not None:
+        return False
+    probe = dealer(cluster.endpoint)
+    try:
+        send(probe, Ping())
+        return probe.poll(5000) != 0
+    finally:
+        probe.close(linger=0)
+
+
+@pytest.mark.time_limit(90)
+def test_garbage_on_the_socket_is_ignored(start_cluster):
+    private = start_cluster(workers=1)
+    rng = np.random.default_rng(0)
+    stranger = dealer(private.endpoint)
+    try:
+        for size in (0, 1, 7, 100, 4096):
+            stranger.send(rng.bytes(size))
+            stranger.send_multipart([rng.bytes(size), rng.bytes(3)])
+        stranger.send(b'\xc1')  # never valid msgpack
+        stranger.send(msgpack.packb('not a list'))
+        stranger.send(msgpack.packb([]))
+        stranger.send(msgpack.packb([10**6, 1, 2]))  # no such kind
+        stranger.send(msgpack.packb([-1, 'x']))
+        stranger.send(msgpack.packb(['Hello', 'x', 1]))
+        stranger.send(msgpack.packb([0]))  # Hello, too few fields
+        stranger.send(msgpack.packb([0, 'x', 1, 2, 3]))  # Hello, too many
+        stranger.send(msgpack.packb([0, 12345, 'many']))  # Hello with wrong field types
+        stranger.send(encode(submit_message(fetch=[0], request=1)))  # before any Hello
+        stranger.send(encode(submit_message(request=2)) + b'trailing')
+        stranger.send(encode(Welcome(1, [])))  # a message only the dispatcher sends
+        # A session that sends nonsense inside well-formed messages.
+        send(stranger, Hello('tests:garbage', 1))
+        receive_within(stranger, Welcome)
+        stranger.send_multipart([encode(submit_message(structure=rng.bytes(64), request=3)),
+                                 b'junk'])
+        for request, structure in enumerate([
+            msgpack.packb([[['no_such_op', [], {}, None]], [0]]),
+            msgpack.packb([[['neg', [5], {}, None]], [0]]),  # an operand it never defined
+            msgpack.packb([[['neg', [-1], {}, None]], [0]]),  # an external it did not list
+            msgpack.packb([[['randn', [], {'shape': 'x', 'dtype': 'float32'}, None]], [0]]),
+            msgpack.packb([[['randn', [], {'shape': [2], 'dtype': 'float32'}, None]], [7]]),
+            msgpack.packb([[None], None]),
+            msgpack.packb(17),
+        ], start=10):
+            stranger.send(encode(submit_message(structure=structure, fetch=[0],
+                                                request=request)))
+            reply, _ = receive_within(stranger, Fetched)
+            assert reply.request == request and reply.errors, reply
+        stranger.send(encode(submit_message(base='base', externals=['x'], releases=[[1]],
+                                            fetch=[None], request=20)))
+        reply, _ = receive_within(stranger, Fetched)
+        assert reply.errors, reply
+        send(stranger, Goodbye())
+    finally:
+        stranger.close(linger=1000)
+    assert dispatcher_answers(private), 'the dispatcher died:\n' + private.logs()
+    assert private.workers[0].poll() is None, private.logs()
+    with connected(private.address):
+        assert (gt.from_numpy(np.array([1.0, 2.0], dtype=np.float32)) + 1).tolist() == [2.0, 3.0]
+        assert gt.ones(4, 4).sum().item() == 16.0
+
+
+# Fields of the right arity but unhashable types reach dict lookups in the dispatcher's
+# handlers (dispatcher.py `heartbeat`, `worker_reply`), whose TypeError ends serve_forever.
+UNHASHABLE = {
+    'heartbeat': msgpack.packb([MESSAGES.index(Heartbeat), [1, 2]]),
+    'fetched': msgpack.packb([MESSAGES.index(Fetched), [1], [], []]),
+    'stats': msgpack.packb([MESSAGES.index(Stats), {'a': 1}, [], {}]),
+}
+
+
+@pytest.mark.parametrize('kind', sorted(UNHASHABLE))
+@pytest.mark.time_limit(60)
+def test_unhashable_fields_do_not_kill_the_dispatcher(start_cluster, kind):
+    private = start_cluster(workers=0, wait=False)
+    private.wait_answering()
+    stranger = dealer(private.endpoint)
+    try:
+        stranger.send(UNHASHABLE[kind])
+    finally:
+        stranger.close(linger=1000)
+    time.sleep(0.5)
+    assert dispatcher_answers(private), private.logs()
+
+
+def data_submit(data_frames: list) -> list:
+    """A session's fragment `from_numpy(shape=[2], float32)`, fetched, with `data_frames`."""
+    structure = encode_structure(
+        [['from_numpy', [], {'shape': [2], 'dtype': 'float32', 'slot': 0}, None]], [0])
+    return [encode(submit_message(structure=structure, fetch=[0], request=1)), *data_frames]
+
+
+BAD_DATA = {
+    'header not msgpack': [b'\xc1junk', b'\x00' * 8],
+    'unknown dtype': [msgpack.packb([['float99', [2]]]), b'\x00' * 8],
+    'shape does not fit the buffer': [msgpack.packb([['float32', [3]]]), b'\x00' * 8],
+}
+
+
+@pytest.mark.parametrize('case', sorted(BAD_DATA))
+@pytest.mark.time_limit(60)
+def test_malformed_data_fails_the_request_not_the_worker(start_cluster, case):
+    private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    stranger = dealer(private.endpoint)
+    try:
+        send(stranger, Hello('tests:bad-data', 1))
+        receive_within(stranger, Welcome)
+        stranger.send_multipart(data_submit(BAD_DATA[case]))
+        reply, frames = receive_within(stranger, Fetched, 15)
+        assert reply.errors, reply
+        assert not frames
+    finally:
+        stranger.close(linger=200)
+    time.sleep(0.5)
+    assert private.workers[0].poll() is None, 'the worker died:\n' + private.logs()
+    with connected(private.address):
+        assert (gt.from_numpy(np.array([1.0, 2.0], dtype=np.float32)) + 1).tolist() == [2.0, 3.0]
+
+
+# ---- restarts and vanished clients ----------------------------------------------------------
+@pytest.mark.time_limit(90)
+def test_workers_rejoin_a_restarted_dispatcher(start_cluster):
+    private = start_cluster(workers=1)
+    with connected(private.address):
+        assert gt.ones(3).sum().item() == 3.0
+    private.server.kill()
+    private.server.wait(10)
+    private.server = private.start_server('server-restarted')
+    private.wait_ready(1, timeout=30)  # the old worker registers again on its own
+    assert private.workers[0].poll() is None
+    with connected(private.address):
+        assert (gt.from_numpy(np.array([1.0, 2.0], dtype=np.float32)) * 2).tolist() == [2.0, 4.0]
+        assert len(gt.debug.get_worker_stats()) == 1
+
+
+HOLDER = '''
+import os, time
+import gt
+gt.connect(os.environ['GT_ADDRESS'])
+kept = [gt.randn(64, 64) for _ in range(5)]
+print(sum(k.sum().item() for k in kept), flush=True)
+time.sleep(120)
+'''
+
+
+@pytest.mark.time_limit(90)
+def test_a_killed_clients_session_is_freed(cluster):
+    with connected(cluster.address):
+        before_sessions = gt.debug.get_dispatcher_stats()['sessions']
+        before_tensors = sum(w['tensors'] for w in gt.debug.get_worker_stats())
+        holder = start_script(HOLDER, env={'GT_ADDRESS': cluster.address})
+        try:
+            line = read_line(holder, 60)
+            assert line.strip(), holder.stderr.read()
+            assert sum(w['tensors'] for w in gt.debug.get_worker_stats()) >= before_tensors + 5
+        finally:
+            kill_group(holder)
+            holder.communicate(timeout=10)
+        deadline = time.monotonic() + 20  # GT_SESSION_TIMEOUT (5 s here) and some slack
+        while time.monotonic() < deadline:
+            sessions = gt.debug.get_dispatcher_stats()['sessions']
+            tensors = sum(w['tensors'] for w in gt.debug.get_worker_stats())
+            if (sessions, tensors) == (before_sessions, before_tensors):
+                break
+            time.sleep(0.5)
+        assert (sessions, tensors) == (before_sessions, before_tensors)
+
+
+@pytest.mark.time_limit(60)
+def test_a_stalled_worker_comes_back(start_cluster):
+    private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1'})
+    worker = private.workers[0]
+    os.kill(worker.pid, signal.SIGSTOP)
+    time.sleep(2.5)  # declared lost
+    os.kill(worker.pid, signal.SIGCONT)
+    assert worker.poll() is None
+    private.wait_ready(1, timeout=10)  # a Hello is answered once a live worker is there
+    with connected(private.address):
+        assert gt.ones(2).sum().item() == 2.0
