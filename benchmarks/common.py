@@ -6,16 +6,20 @@ import time
 from typing import Callable
 
 
-def measure(run: Callable[[], None], repeats: int = 20, warmup: int = 3) -> float:
-    """Median seconds of `run()` after `warmup` unmeasured calls."""
+def alternating(first: Callable[[], object], second: Callable[[], object],
+                repeats: int = 15, warmup: int = 3) -> tuple[float, float]:
+    """Median seconds of each, run in turns so that load from other processes on the
+    machine falls on both alike."""
     for _ in range(warmup):
-        run()
-    times = []
+        first()
+        second()
+    times: tuple[list, list] = ([], [])
     for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for run, kept in zip((first, second), times):
+            start = time.perf_counter()
+            run()
+            kept.append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def report(name: str, torch_seconds: float, gt_seconds: float, bound: float) -> bool:

@@ -7,15 +7,12 @@ every step, as loops that print it do. Also counted: the messages a step sends.
 """
 
 import os
-import statistics
 import sys
-import time
-from typing import Callable
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import report  # noqa: E402
+from common import alternating, report  # noqa: E402
 
 import gt  # noqa: E402
 import gt.nn as nn  # noqa: E402
@@ -42,19 +39,6 @@ def build(library, functional, optimizers, x, y):
         return loss.item()
 
     return model, steps
-
-
-def alternating(first: Callable[[], object], second: Callable[[], object],
-                repeats: int = 15) -> tuple[float, float]:
-    """Median seconds of each, run in turns so that load from other processes on the
-    machine falls on both alike."""
-    times: tuple[list, list] = ([], [])
-    for _ in range(repeats):
-        for run, kept in zip((first, second), times):
-            start = time.perf_counter()
-            run()
-            kept.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main() -> int:

@@ -12,7 +12,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, report  # noqa: E402
+from common import alternating, report  # noqa: E402
 
 import gt  # noqa: E402
 
@@ -46,10 +46,9 @@ def gt_matmul() -> None:
 def main() -> int:
     a, c = gt.randn(4, 4), gt.randn(4, 4)
     c.numpy()  # start the server before timing
-    ok = report(f'{CHAIN}-op chain on 4x4, one fetch', measure(torch_chain),
-                measure(lambda: gt_chain(a, c)), 3.0)
-    ok &= report('1000x1000 matmul + fetch', measure(torch_matmul, repeats=10),
-                 measure(gt_matmul, repeats=10), 1.3)
+    ok = report(f'{CHAIN}-op chain on 4x4, one fetch',
+                *alternating(torch_chain, lambda: gt_chain(a, c), repeats=40), 3.0)
+    ok &= report('1000x1000 matmul + fetch', *alternating(torch_matmul, gt_matmul), 1.3)
     stats = gt.debug.get_dispatcher_stats()
     print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")
     return 0 if ok else 1

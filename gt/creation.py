@@ -126,5 +126,4 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
 
 def manual_seed(seed: int) -> None:
     """Seed this client's random stream on every worker; same seed, same tensors."""
-    client = connection.current()
-    client.record('manual_seed', [], {'seed': int(seed)}, 0)
+    apply('manual_seed', [], seed=int(seed))

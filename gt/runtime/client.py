@@ -38,6 +38,9 @@ from gt.runtime.protocol import (
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
 FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
+# After a fetch the workers are idle, so the next fragment goes out early to get them
+# started; each later one may be twice as long, up to FRAGMENT_LIMIT.
+FIRST_FRAGMENT_LIMIT = min(32, FRAGMENT_LIMIT)
 SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
 PING_SECONDS = 1.0
 KEEP_ALIVE_SECONDS = 1.0
@@ -66,23 +69,36 @@ class PendingFragment:
         self.locations: list = []
 
 
-# Whether a code object belongs to GT, by code object: every recorded op walks up the
-# stack to the user's frame, so this check must be a dictionary lookup.
-_inside_gt: dict = {}
+# Whether a code object belongs to GT, by its id (hashing a code object hashes its whole
+# body): every recorded op looks for the user's frame, so this must be cheap. The code
+# object is kept in the value so that its id cannot be reused.
+_inside_gt: dict[int, tuple] = {}
+# Every op reaches `record` through `apply`, called by a GT function the user called:
+# user_location <- record <- apply <- API function <- user. Starting there skips
+# materializing GT's own frames.
+FRAMES_ABOVE_USER = 4
 
 
 def user_location() -> tuple:
-    """The code object and line outside GT that made the current call."""
-    frame = sys._getframe(2)
+    """Where the user's code made the current call: `(code object, instruction offset)`.
+    The line number is worked out only when an error needs it (see `line_of`)."""
+    frame = sys._getframe(FRAMES_ABOVE_USER)
     while frame is not None:
         code = frame.f_code
-        inside = _inside_gt.get(code)
-        if inside is None:
-            inside = _inside_gt[code] = code.co_filename.startswith(GT_DIR)
-        if not inside:
-            return (code, frame.f_lineno)
+        known = _inside_gt.get(id(code))
+        if known is None:
+            known = _inside_gt[id(code)] = (code, code.co_filename.startswith(GT_DIR))
+        if not known[1]:
+            return (code, frame.f_lasti)
         frame = frame.f_back
     return (None, 0)
+
+
+def line_of(code: object, offset: int) -> int:
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line or 0
+    return 0
 
 
 class Client:
@@ -97,6 +113,7 @@ class Client:
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
+        self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
         self.next_request = 0
         self.closed = False
@@ -141,8 +158,9 @@ class Client:
         pending.locations.append(user_location())
         first = self.next_id
         self.next_id += n_outputs
-        if len(pending.records) >= FRAGMENT_LIMIT:
+        if len(pending.records) >= self.fragment_limit:
             self.flush()
+            self.fragment_limit = min(2 * self.fragment_limit, FRAGMENT_LIMIT)
         return first
 
     def add_data(self, array: np.ndarray, dtype: str) -> int:
@@ -185,11 +203,15 @@ class Client:
             return self.next_request
         send(self.socket, Submit(structure, pending.base, pending.externals, pending.literals,
                                  releases, list(fetch), self.next_request), frames)
+        # Let ZeroMQ's I/O thread run now: woken on this busy core, it would otherwise wait
+        # for the recording loop to block, and the workers would idle until then.
+        os.sched_yield()
         return self.next_request
 
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
         request = self.flush(value_ids)
         reply, frames = self._wait(Fetched, request=request)
+        self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self._raise_errors(reply.errors)
         frames = iter(frames)
         return [_tensor_from_wire(header, next(frames)) for header in reply.tensors]
@@ -258,15 +280,19 @@ class Client:
     def _where(self, base: int | None, location: int | None) -> str:
         for origin_base, locations, records in self.origins:
             if origin_base == base and location is not None and location < len(locations):
-                code, line = locations[location]
-                filename = code.co_filename if code is not None else '<unknown>'
-                return f'\n  recorded at {filename}:{line} ({records[location][0]})'
+                code, offset = locations[location]
+                if code is None:
+                    return ''
+                where = f'{code.co_filename}:{line_of(code, offset)}'
+                return f'\n  recorded at {where} ({records[location][0]})'
         return ''
 
 
 def _tensor_from_wire(header: list, frame) -> torch.Tensor:
     dtype, shape = header
-    array = np.frombuffer(frame.buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
+    # No copy: the received message belongs to this process alone, and the array keeps
+    # it alive for as long as the tensor lives.
+    array = np.frombuffer(frame.buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape)
     tensor = torch.from_numpy(array)
     return tensor.view(torch.bfloat16) if dtype == 'bfloat16' else tensor
 

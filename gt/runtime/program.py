@@ -5,11 +5,16 @@ order. A program names no client ids, so one encoding serves every fragment with
 same structure; the worker decodes it once and keeps it by id.
 """
 
+import os
 from typing import Any
 
 import msgpack
 
 from gt.ir import OPS, Graph, Value
+from gt.runtime.codegen import generate
+
+# A program run this often is worth turning into a Python function (GT_HOTPATH_THRESHOLD).
+HOT_RUNS = int(os.environ.get('GT_HOTPATH_THRESHOLD', '2'))
 
 
 def encode_program(graph: Graph, keep: list[tuple[Value, int]]) -> bytes:
@@ -47,6 +52,8 @@ class Program:
         instructions, self.n_inputs, keep = msgpack.unpackb(
             encoded, raw=False, strict_map_key=False)
         self.keep = [tuple(pair) for pair in keep]
+        self.runs = 0
+        self.generated = None
         self.steps = []
         self.first_output_slot = []
         self.locations = []
@@ -59,7 +66,23 @@ class Program:
             slot += n_outputs
 
     def run(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
-        """Return the slots, and the reports of ops that failed."""
+        """Return the kept values (in `keep` order) and the reports of ops that failed.
+
+        The first runs are interpreted; from the `HOT_RUNS`-th on, a generated function
+        runs the program. Any failure reruns it interpreted, op by op, to find the culprit.
+        """
+        self.runs += 1
+        if self.generated is None and self.runs >= HOT_RUNS:
+            self.generated = generate(self.steps, self.n_inputs, self.keep)
+        if self.generated is not None:
+            try:
+                return self.generated(inputs, context), []
+            except Exception:
+                pass
+        env, errors = self._interpret(inputs, context, base)
+        return [env[slot] for slot, _ in self.keep], errors
+
+    def _interpret(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
         env = list(inputs)
         try:
             for index, (run, source, in_slots, attrs, n_outputs, op) in enumerate(self.steps):

@@ -109,10 +109,10 @@ class Worker:
         context.literals = message.literals
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals]
-        env, errors = program.run(inputs, context, message.base)
+        kept, errors = program.run(inputs, context, message.base)
         context.data = []
-        for slot, local in program.keep:
-            values[message.base + local] = env[slot]
+        for (_, local), value in zip(program.keep, kept):
+            values[message.base + local] = value
         if errors:
             self.errors.setdefault(message.session, []).extend(errors)
         self.ops_run += len(program.steps)

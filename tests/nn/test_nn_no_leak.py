@@ -1,6 +1,8 @@
 """A long training loop holds steady: after warm-up, neither the worker's live tensors
 nor the dispatcher's bookkeeping for this session grow, step after step."""
 
+import gc
+
 import torch
 from nn_check import seeded
 
@@ -10,6 +12,7 @@ import gt.nn.functional as F
 
 
 def worker_tensors() -> int:
+    gc.collect()  # tensors that earlier tests left in reference cycles go now, not mid-test
     return sum(worker['tensors'] for worker in gt.debug.get_worker_stats())
 
 
