@@ -203,9 +203,6 @@ class Client:
             return self.next_request
         send(self.socket, Submit(structure, pending.base, pending.externals, pending.literals,
                                  releases, list(fetch), self.next_request), frames)
-        # Let ZeroMQ's I/O thread run now: woken on this busy core, it would otherwise wait
-        # for the recording loop to block, and the workers would idle until then.
-        os.sched_yield()
         return self.next_request
 
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:

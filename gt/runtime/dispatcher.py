@@ -45,6 +45,7 @@ from gt.runtime.transport import send
 HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
 SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
+LIVENESS_CHECK_SECONDS = 0.2
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 
@@ -119,11 +120,18 @@ class Dispatcher:
     # ---- the loop ------------------------------------------------------------------------
     def serve_forever(self) -> None:
         gc.freeze()  # keep full collections from rescanning imported objects
+        # A receive timeout rather than a poll before each receive: one call per message.
+        self.socket.setsockopt(zmq.RCVTIMEO, int(LIVENESS_CHECK_SECONDS * 1000))
+        next_check = time.monotonic() + LIVENESS_CHECK_SECONDS
         try:
             while True:
-                if self.socket.poll(200):
+                try:
                     self._handle(*self._receive())
-                self._check_liveness()
+                except zmq.Again:
+                    pass
+                if time.monotonic() >= next_check:
+                    self._check_liveness()
+                    next_check = time.monotonic() + LIVENESS_CHECK_SECONDS
         finally:
             self.socket.close(0)
             for endpoint in self.endpoints:
