@@ -90,10 +90,13 @@ def from_numpy(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A tensor holding a copy of `array`, with its dtype (float64 stays float64)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f'from_numpy expects a numpy array, got {type(array).__name__}')
-    name = dtype_name(array.dtype)
-    client = connection.current()
-    slot = client.add_data(array, name)
-    result = apply('from_numpy', [], shape=list(array.shape), dtype=name, slot=slot)
+    return _from_data(array, dtype_name(array.dtype), requires_grad)
+
+
+def _from_data(array: np.ndarray, dtype: str, requires_grad: bool) -> Tensor:
+    """Send `array` along with the pending fragment; `dtype` is its GT dtype."""
+    slot = connection.current().add_data(array, dtype)
+    result = apply('from_numpy', [], shape=list(array.shape), dtype=dtype, slot=slot)
     if requires_grad:
         result.requires_grad_()
     return result
@@ -110,18 +113,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
             else torch.tensor(data)
     if dtype is not None:
         source = source.to(dtype)
-    if source.dtype == torch.bfloat16:
-        array = source.view(torch.uint16).numpy()
-        name = 'bfloat16'
-    else:
-        array = source.numpy()
-        name = DTYPE_NAMES[source.dtype]
-    client = connection.current()
-    slot = client.add_data(array, name)
-    result = apply('from_numpy', [], shape=list(array.shape), dtype=name, slot=slot)
-    if requires_grad:
-        result.requires_grad_()
-    return result
+    if source.dtype == torch.bfloat16:  # numpy has no bfloat16: send the raw 16-bit words
+        return _from_data(source.view(torch.uint16).numpy(), 'bfloat16', requires_grad)
+    return _from_data(source.numpy(), DTYPE_NAMES[source.dtype], requires_grad)
 
 
 def manual_seed(seed: int) -> None:

@@ -4,7 +4,7 @@ so GT and torch take the same steps. Updates rebind the parameters under no_grad
 of the same structure every step, whose compiled plan the dispatcher reuses.
 """
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import gt
 from gt.autograd import enable_grad, no_grad
@@ -92,12 +92,7 @@ class SGD(Optimizer):
     def _update(self, group: dict, numbers: 'Numbers') -> None:
         lr, momentum, weight_decay = group['lr'], group['momentum'], group['weight_decay']
         dampening = group['dampening']
-        for param in group['params']:
-            grad = param._grad
-            if grad is None:
-                continue
-            if group['maximize']:
-                grad = -grad
+        for param, grad in _gradients(group):
             if weight_decay != 0:
                 grad = grad + numbers(weight_decay, param) * param
             if momentum != 0:
@@ -133,12 +128,7 @@ class Adam(Optimizer):
     def _update(self, group: dict, numbers: 'Numbers') -> None:
         lr, (beta1, beta2), eps = group['lr'], group['betas'], group['eps']
         weight_decay, amsgrad = group['weight_decay'], group['amsgrad']
-        for param in group['params']:
-            grad = param._grad
-            if grad is None:
-                continue
-            if group['maximize']:
-                grad = -grad
+        for param, grad in _gradients(group):
             state = self.state.setdefault(param, {})
             if not state:
                 state.update(step=0, exp_avg=zeros_like(param), exp_avg_sq=zeros_like(param))
@@ -194,3 +184,10 @@ def _lerp(start: Tensor, end: Tensor, weight: float, numbers: Numbers) -> Tensor
     if abs(weight) < 0.5:
         return start + numbers(weight, start) * (end - start)
     return end - (end - start) * numbers(1 - weight, start)
+
+
+def _gradients(group: dict) -> Iterator[tuple]:
+    """The group's parameters that have a gradient, with it (negated to maximize)."""
+    for param in group['params']:
+        if param._grad is not None:
+            yield param, -param._grad if group['maximize'] else param._grad
