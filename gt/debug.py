@@ -21,6 +21,16 @@ def print_worker_stats() -> None:
               f"{worker['ops']} ops in {worker['programs_run']} programs")
 
 
+def dump_ir(show: bool = True) -> str:
+    """The IR of this client's most recent fragment (pending work is sent first), as the
+    dispatcher's passes left it: types, placements and workers. Printed unless `show` is
+    False; returned either way."""
+    text = connection.current().dump()
+    if show:
+        print(text)
+    return text
+
+
 def print_tape() -> None:
     """Print the autograd tape that is alive now: what backward() would walk, oldest first."""
     print('\n'.join(autograd.tape_lines()))

@@ -23,6 +23,8 @@ from gt.ir.dtypes import NUMPY_DTYPES
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.protocol import (
+    Dumped,
+    DumpRequest,
     Fetched,
     Goodbye,
     Hello,
@@ -212,6 +214,12 @@ class Client:
         self._raise_errors(reply.errors)
         frames = iter(frames)
         return [_tensor_from_wire(header, next(frames)) for header in reply.tensors]
+
+    def dump(self) -> str:
+        self.flush()
+        self.next_request += 1
+        send(self.socket, DumpRequest(self.next_request))
+        return self._wait(Dumped, request=self.next_request)[0].text
 
     def stats(self) -> Stats:
         self.flush()

@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 
 import zmq
 
+from gt.ir import format_graph
 from gt.passes import PipelineOptions
 from gt.runtime.fragment import FragmentError
 from gt.runtime.planner import Plan, Planner, WorkerPlan
 from gt.runtime.protocol import (
+    Dumped,
+    DumpRequest,
     EndSession,
     Fetched,
     Goodbye,
@@ -112,7 +115,7 @@ class Dispatcher:
         self.next_request = 0
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
-            KeepAlive: self.keep_alive,
+            KeepAlive: self.keep_alive, DumpRequest: self.dump,
             StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
             Fetched: self.worker_reply, Stats: self.worker_reply,
         }
@@ -284,6 +287,12 @@ class Dispatcher:
             session.number, program_id, encoded, message.base, externals,
             message.literals if program else [], releases, fetches, request, forget,
         ), frames if program is not None and program.reads_data else [])
+
+    def dump(self, identity: bytes, message: DumpRequest, frames: list) -> None:
+        session = self.sessions.get(identity)
+        graph = session.last_graph if session else None
+        text = format_graph(graph) if graph is not None else '(no fragment planned yet)'
+        self._send(identity, Dumped(message.request, text))
 
     def ping(self, identity: bytes, message: Ping, frames: list) -> None:
         self._send(identity, Pong())

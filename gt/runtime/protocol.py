@@ -52,6 +52,13 @@ class StatsRequest:
 
 
 @dataclass(frozen=True)
+class DumpRequest:
+    """Ask for the IR of this client's last fragment, as the passes left it."""
+
+    request: int
+
+
+@dataclass(frozen=True)
 class Goodbye:
     pass
 
@@ -79,6 +86,12 @@ class Refused:
 @dataclass(frozen=True)
 class Pong:
     pass
+
+
+@dataclass(frozen=True)
+class Dumped:
+    request: int
+    text: str
 
 
 # ---- dispatcher -> worker --------------------------------------------------------------
@@ -149,8 +162,8 @@ class Stats:
 
 
 MESSAGES = [
-    Hello, Submit, Ping, StatsRequest, Goodbye, KeepAlive, Welcome, Refused, Pong, RunProgram,
-    EndSession, Reregister, Register, Heartbeat, Fetched, Stats,
+    Hello, Submit, Ping, StatsRequest, DumpRequest, Goodbye, KeepAlive, Welcome, Refused, Pong,
+    Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(fields(message)) for message in MESSAGES}
