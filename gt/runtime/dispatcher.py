@@ -13,13 +13,13 @@ import shutil
 import time
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 import zmq
 
 from gt.ir import format_graph
 from gt.passes import PipelineOptions
 from gt.runtime.fragment import FragmentError
+from gt.runtime.peers import PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner, WorkerPlan
 from gt.runtime.protocol import (
     Dumped,
@@ -51,46 +51,6 @@ SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
 LIVENESS_CHECK_SECONDS = 0.2
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
-
-
-@dataclass
-class WorkerHandle:
-    index: int
-    identity: bytes
-    name: str
-    device: str
-    host: str
-    pid: int
-    last_seen: float
-    alive: bool = True
-    programs: OrderedDict = field(default_factory=OrderedDict)  # ids it holds, oldest first
-
-
-@dataclass
-class Session:
-    number: int
-    identity: bytes
-    client: str
-    home_worker: int
-    values: dict = field(default_factory=dict)  # client id -> (shape, dtype, placement)
-    last_seen: float = field(default_factory=time.monotonic)
-    errors: list = field(default_factory=list)  # reports not yet delivered to the client
-    last_graph: object = None
-
-
-@dataclass
-class PendingRequest:
-    """A client's fetch or stats request, waiting for the workers involved to answer."""
-
-    identity: bytes
-    request: int
-    workers: set
-    is_stats: bool
-    positions: dict = field(default_factory=dict)  # worker -> its values' places in the reply
-    tensors: list = field(default_factory=list)
-    frames: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
-    stats: list = field(default_factory=list)
 
 
 class Dispatcher:
