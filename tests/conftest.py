@@ -164,7 +164,7 @@ class Cluster:
         wanted = len(self.workers) if workers is None else workers
         probe = dealer(self.endpoint)
         try:
-            send(probe, Hello('tests:wait_ready', wanted))
+            send(probe, Hello('tests:wait_ready', wanted, ''))
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 for process in self.processes:

@@ -6,6 +6,7 @@ lost server is an exception within seconds, never a hang.
 """
 
 import atexit
+import contextlib
 import gc
 import os
 import socket as sockets
@@ -20,6 +21,7 @@ import torch
 import zmq
 
 from gt.ir.dtypes import NUMPY_DTYPES
+from gt.runtime import shared_memory
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.protocol import (
@@ -119,16 +121,24 @@ class Client:
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
         self.next_request = 0
         self.closed = False
+        self.probe = shared_memory.make_probe() if shared_memory.available() else ''
         try:
-            send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers))
+            send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers,
+                                    self.probe))
             welcome, _ = self._wait(Welcome, startup=True)
         except BaseException:
             self.socket.close(linger=0)
+            self._remove_probe()
             raise
         self.session = welcome.session
         self.workers = welcome.workers
         self._stop_keep_alive = threading.Event()
         threading.Thread(target=self._keep_alive, daemon=True, name='gt-keep-alive').start()
+
+    def _remove_probe(self) -> None:
+        if self.probe:
+            with contextlib.suppress(OSError):
+                os.unlink(self.probe)
 
     def _keep_alive(self) -> None:
         """Tell the dispatcher every second that this client lives, from a socket of its
@@ -213,7 +223,8 @@ class Client:
         self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self._raise_errors(reply.errors)
         frames = iter(frames)
-        return [_tensor_from_wire(header, next(frames)) for header in reply.tensors]
+        return [_tensor_from_wire(header, None if len(header) == 3 else next(frames))
+                for header in reply.tensors]
 
     def dump(self) -> str:
         self.flush()
@@ -241,6 +252,7 @@ class Client:
         except zmq.ZMQError:
             pass
         self.socket.close(linger=100)
+        self._remove_probe()
         if self.server is not None:
             self.server.stop()
 
@@ -294,10 +306,13 @@ class Client:
 
 
 def _tensor_from_wire(header: list, frame) -> torch.Tensor:
-    dtype, shape = header
-    # No copy: the received message belongs to this process alone, and the array keeps
-    # it alive for as long as the tensor lives.
-    array = np.frombuffer(frame.buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape)
+    dtype, shape = header[:2]
+    if frame is None:  # written to a shared-memory file: map it
+        array = shared_memory.adopt(header[2], NUMPY_DTYPES[dtype], shape)
+    else:
+        # No copy: the received message belongs to this process alone, and the array
+        # keeps it alive for as long as the tensor lives.
+        array = np.frombuffer(frame.buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape)
     tensor = torch.from_numpy(array)
     return tensor.view(torch.bfloat16) if dtype == 'bfloat16' else tensor
 

@@ -146,7 +146,8 @@ class Dispatcher:
                 still_waiting.append((identity, hello))
                 continue
             home = min(live, key=self._sessions_homed_on)
-            session = Session(self.next_session, identity, hello.client, home.index)
+            session = Session(self.next_session, identity, hello.client, home.index,
+                              shared_memory_probe=str(hello.shared_memory_probe))
             self.next_session += 1
             self.sessions[identity] = session
             self._send(identity, Welcome(session.number, [self._describe(w) for w in live]))
@@ -246,6 +247,7 @@ class Dispatcher:
         self._send(handle.identity, RunProgram(
             session.number, program_id, encoded, message.base, externals,
             message.literals if program else [], releases, fetches, request, forget,
+            session.shared_memory_probe if fetches else '',
         ), frames if program is not None and program.reads_data else [])
 
     def dump(self, identity: bytes, message: DumpRequest, frames: list) -> None:
@@ -321,7 +323,8 @@ class Dispatcher:
             for position, header in zip(pending.positions.get(handle.index, []),
                                         message.tensors):
                 pending.tensors[position] = header
-                pending.frames[position] = next(frames) if header is not None else None
+                has_frame = header is not None and len(header) == 2  # not in shared memory
+                pending.frames[position] = next(frames) if has_frame else None
             pending.errors.extend(message.errors)
         if not pending.workers:
             self._finish(message.request)

@@ -29,6 +29,7 @@ class Session:
     last_seen: float = field(default_factory=time.monotonic)
     errors: list = field(default_factory=list)  # reports not yet delivered to the client
     last_graph: object = None
+    shared_memory_probe: str = ''
 
 
 @dataclass

@@ -20,6 +20,7 @@ class ProtocolError(ValueError):
 class Hello:
     client: str  # a description for logs and stats, e.g. "host:pid"
     wait_for_workers: int  # answer only once this many workers have registered
+    shared_memory_probe: str  # see gt.runtime.shared_memory; '' when the client has none
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class RunProgram:
     fetch: list[int]
     request: int
     forget: list[int]  # program ids the worker may drop: the dispatcher will not use them
+    shared_memory_probe: str  # the client's probe: large fetches may go through /dev/shm
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,8 @@ class Heartbeat:
 # ---- both directions between dispatcher and the others ---------------------------------
 @dataclass(frozen=True)
 class Fetched:
-    """Fetched tensors as `[dtype, shape]` headers, one frame each; `errors` are runtime
+    """Fetched tensors as `[dtype, shape]` headers, one frame each, or `[dtype, shape,
+    path]` for a tensor written to a shared-memory file; `errors` are runtime
     errors found since the last fetch, as `[base, location, op, message]`: the
     fragment and position of the client op that failed (None when unknown)."""
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgpack
 
+from gt.runtime import shared_memory
 from gt.runtime.engines import make_engine
 from gt.runtime.program import Failed, Program
 from gt.runtime.protocol import (
@@ -40,6 +41,7 @@ class Worker:
         self.contexts: dict[int, Any] = {}
         self.errors: dict[int, list] = {}
         self.programs: dict[int, Program] = {}
+        self.probes_seen: dict[str, bool] = {}
         self.ops_run = 0
         self.programs_run = 0
         self.handlers = {
@@ -51,6 +53,8 @@ class Worker:
 
     def serve_forever(self) -> None:
         gc.freeze()  # keep full collections from rescanning torch's objects mid-program
+        if shared_memory.available():
+            shared_memory.remove_stale()
         self._register()
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
         while True:
@@ -129,11 +133,25 @@ class Worker:
                     errors.append(failed.report)
                 continue
             dtype, shape, array = self.engine.to_wire(value)
-            headers.append([dtype, shape])
-            frames.append(memoryview(array).cast('B') if array.size else b'')
+            if array.nbytes >= shared_memory.MIN_BYTES and self._shares_memory(message):
+                path = shared_memory.write(array, self._owner(message.session))
+                headers.append([dtype, shape, path])
+            else:
+                headers.append([dtype, shape])
+                frames.append(memoryview(array).cast('B') if array.size else b'')
         send(self.socket, Fetched(message.request, headers, errors), frames)
 
+    def _shares_memory(self, message: RunProgram) -> bool:
+        probe = message.shared_memory_probe
+        if probe not in self.probes_seen:
+            self.probes_seen[probe] = bool(probe) and os.path.exists(probe)
+        return self.probes_seen[probe]
+
+    def _owner(self, session: int) -> str:
+        return f'{os.getpid()}-{session}'
+
     def end_session(self, message: EndSession, frames: list) -> None:
+        shared_memory.remove_owned(self._owner(message.session))
         self.values.pop(message.session, None)
         self.contexts.pop(message.session, None)
         self.errors.pop(message.session, None)

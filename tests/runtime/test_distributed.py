@@ -86,7 +86,7 @@ def receive_within(socket, kind: type, seconds: float = 10.0):
 def stranger(cluster):
     """A raw DEALER with its own session on the shared cluster."""
     socket = dealer(cluster.endpoint)
-    send(socket, Hello('tests:stranger', 1))
+    send(socket, Hello('tests:stranger', 1, ''))
     receive_within(socket, Welcome)
     yield socket
     send(socket, Goodbye())

@@ -199,7 +199,7 @@ def test_garbage_on_the_socket_is_ignored(start_cluster):
         stranger.send(encode(submit_message(request=2)) + b'trailing')
         stranger.send(encode(Welcome(1, [])))  # a message only the dispatcher sends
         # A session that sends nonsense inside well-formed messages.
-        send(stranger, Hello('tests:garbage', 1))
+        send(stranger, Hello('tests:garbage', 1, ''))
         receive_within(stranger, Welcome)
         stranger.send_multipart([encode(submit_message(structure=rng.bytes(64), request=3)),
                                  b'junk'])
@@ -273,7 +273,7 @@ def test_malformed_data_fails_the_request_not_the_worker(start_cluster, case):
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
     stranger = dealer(private.endpoint)
     try:
-        send(stranger, Hello('tests:bad-data', 1))
+        send(stranger, Hello('tests:bad-data', 1, ''))
         receive_within(stranger, Welcome)
         stranger.send_multipart(data_submit(BAD_DATA[case]))
         reply, frames = receive_within(stranger, Fetched, 15)
