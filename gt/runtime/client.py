@@ -10,7 +10,6 @@ import contextlib
 import gc
 import os
 import socket as sockets
-import sys
 import threading
 import time
 from collections import deque
@@ -24,6 +23,7 @@ from gt.ir.dtypes import NUMPY_DTYPES
 from gt.runtime import shared_memory
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
+from gt.runtime.locations import describe, user_location
 from gt.runtime.protocol import (
     Dumped,
     DumpRequest,
@@ -50,7 +50,6 @@ PING_SECONDS = 1.0
 KEEP_ALIVE_SECONDS = 1.0
 STARTUP_SECONDS = float(os.environ.get('GT_STARTUP_TIMEOUT', '120'))
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
-GT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class WorkerError(RuntimeError):
@@ -71,38 +70,6 @@ class PendingFragment:
         self.data_headers: list = []
         self.literals: list = []
         self.locations: list = []
-
-
-# Whether a code object belongs to GT, by its id (hashing a code object hashes its whole
-# body): every recorded op looks for the user's frame, so this must be cheap. The code
-# object is kept in the value so that its id cannot be reused.
-_inside_gt: dict[int, tuple] = {}
-# Every op reaches `record` through `apply`, called by a GT function the user called:
-# user_location <- record <- apply <- API function <- user. Starting there skips
-# materializing GT's own frames.
-FRAMES_ABOVE_USER = 4
-
-
-def user_location() -> tuple:
-    """Where the user's code made the current call: `(code object, instruction offset)`.
-    The line number is worked out only when an error needs it (see `line_of`)."""
-    frame = sys._getframe(FRAMES_ABOVE_USER)
-    while frame is not None:
-        code = frame.f_code
-        known = _inside_gt.get(id(code))
-        if known is None:
-            known = _inside_gt[id(code)] = (code, code.co_filename.startswith(GT_DIR))
-        if not known[1]:
-            return (code, frame.f_lasti)
-        frame = frame.f_back
-    return (None, 0)
-
-
-def line_of(code: object, offset: int) -> int:
-    for start, end, line in code.co_lines():
-        if start <= offset < end:
-            return line or 0
-    return 0
 
 
 class Client:
@@ -297,11 +264,8 @@ class Client:
     def _where(self, base: int | None, location: int | None) -> str:
         for origin_base, locations, records in self.origins:
             if origin_base == base and location is not None and location < len(locations):
-                code, offset = locations[location]
-                if code is None:
-                    return ''
-                where = f'{code.co_filename}:{line_of(code, offset)}'
-                return f'\n  recorded at {where} ({records[location][0]})'
+                where = describe(locations[location])
+                return f'\n  recorded at {where} ({records[location][0]})' if where else ''
         return ''
 
 
