@@ -60,9 +60,10 @@ def main() -> int:
     before, first_value = client.next_request, client.next_id
     gt_steps(STEPS)
     messages = client.next_request - before
-    print(f'messages: {messages} for {STEPS} steps and a fetch of the last loss: one Submit '
-          f'per step (sent by optimizer.step()), plus one Submit carrying the fetch, the '
-          f'only round trip; {(client.next_id - first_value) // STEPS} values recorded per step')
+    print(f'messages: {messages} Submits for {STEPS} steps and a fetch of the last loss, and '
+          f'one round trip (the fetch). optimizer.step() sends each step as one message; the '
+          f'first step after a fetch also sends its first 32 ops early, to start the worker. '
+          f'{(client.next_id - first_value) // STEPS} values recorded per step.')
     stats = gt.debug.get_dispatcher_stats()
     print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")
     return 0 if ok else 1
