@@ -242,7 +242,10 @@ class Client:
             now = time.monotonic()
             if self.server is not None:
                 self.server.check_alive()
-            if now - last_heard > SILENCE_SECONDS:
+            # A local server that is still starting is silent while it imports torch; its
+            # processes being alive is the sign of life then.
+            starting_locally = startup and self.server is not None
+            if now - last_heard > SILENCE_SECONDS and not starting_locally:
                 raise ConnectionError(
                     f'no answer from the GT dispatcher at {self.endpoint} for '
                     f'{SILENCE_SECONDS:.0f} s: is it running?')
