@@ -4,6 +4,7 @@ so GT and torch take the same steps. Updates rebind the parameters under no_grad
 of the same structure every step, whose compiled plan the dispatcher reuses.
 """
 
+from abc import ABC, abstractmethod
 from typing import Any, Callable, Iterable, Iterator
 
 import gt
@@ -12,7 +13,7 @@ from gt.creation import zeros_like
 from gt.tensor import Tensor, as_tensor
 
 
-class Optimizer:
+class Optimizer(ABC):
     """Parameter groups (dicts holding 'params' and their hyperparameters, editable
     between steps as in torch) and per-parameter `state` of gt tensors."""
 
@@ -64,8 +65,9 @@ class Optimizer:
         gt.sync()
         return loss
 
+    @abstractmethod
     def _update(self, group: dict, numbers: 'Numbers') -> None:
-        raise NotImplementedError
+        """Record the updates of one parameter group (called under no_grad)."""
 
     def __repr__(self) -> str:
         lines = [f'{type(self).__name__} (']
