@@ -80,6 +80,7 @@ class Client:
         gc.freeze()
         self.endpoint = endpoint
         self.server = server
+        self.pid = os.getpid()
         self.socket = dealer(endpoint)
         self.next_id = 0
         self.pending = PendingFragment(0)
@@ -166,6 +167,11 @@ class Client:
     # ---- sending -------------------------------------------------------------------------
     def flush(self, fetch: list[int] = ()) -> int:
         """Send the pending fragment, releases and fetches in one message; return its request."""
+        if os.getpid() != self.pid:
+            raise RuntimeError(
+                f'this GT connection belongs to process {self.pid}; a forked child cannot use '
+                'it (its socket is shared with the parent). Call gt.connect() in the child, '
+                'or create GT tensors only after forking')
         pending, self.pending = self.pending, PendingFragment(self.next_id)
         releases, self.releases = self.releases, []
         self.next_request += 1
@@ -206,8 +212,8 @@ class Client:
         return self._wait(Stats, request=self.next_request)[0]
 
     def close(self) -> None:
-        if self.closed:
-            return
+        if self.closed or os.getpid() != self.pid:
+            return  # a forked child must not end its parent's session
         try:
             self.flush()  # work the script recorded but never looked at still runs
         except zmq.ZMQError:
@@ -292,6 +298,9 @@ _auto_workers = int(os.environ.get('GT_WORKERS', '1'))
 def current() -> Client:
     """The connection, starting a local server on first use if `connect` was not called."""
     global _client
+    if _client is not None and _client.pid != os.getpid():
+        # Inherited through fork: this process gets a session of its own on the same server.
+        _client = Client(_client.endpoint, wait_for_workers=1)
     if _client is None:
         server = LocalServer(_auto_workers)
         try:
