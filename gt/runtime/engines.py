@@ -1,6 +1,7 @@
 """Engines: how a worker holds tensors. `torch` (the default; CUDA when present) runs the
 op table's torch rows; `numpy` runs its numpy rows, as a reference to test against."""
 
+import contextlib
 import math
 import os
 from typing import Any
@@ -51,6 +52,10 @@ class TorchEngine:
     def implementation(self, row: Any) -> Any:
         return row.torch
 
+    def running(self) -> Any:
+        """GT differentiates by itself: torch's autograd bookkeeping is only overhead."""
+        return torch.inference_mode()
+
     def new_context(self) -> SessionContext:
         generator = torch.Generator(device=self.device)
         generator.seed()
@@ -82,6 +87,9 @@ class NumpyEngine:
 
     def implementation(self, row: Any) -> Any:
         return row.numpy
+
+    def running(self) -> Any:
+        return contextlib.nullcontext()
 
     def new_context(self) -> SessionContext:
         return SessionContext(None, np.random.default_rng(), _numpy_literal)

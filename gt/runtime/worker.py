@@ -57,15 +57,16 @@ class Worker:
             shared_memory.remove_stale()
         self._register()
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
-        while True:
-            try:
-                message, frames = receive(self.socket)
-            except ProtocolError:
-                continue  # the dispatcher never sends these; drop noise rather than die
-            try:
-                self.handlers[type(message)](message, frames)
-            except Exception:  # a worker outlives any one bad message
-                traceback.print_exc()
+        with self.engine.running():
+            while True:
+                try:
+                    message, frames = receive(self.socket)
+                except ProtocolError:
+                    continue  # the dispatcher never sends these; drop noise rather than die
+                try:
+                    self.handlers[type(message)](message, frames)
+                except Exception:  # a worker outlives any one bad message
+                    traceback.print_exc()
 
     def _register(self) -> None:
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
