@@ -15,9 +15,9 @@ def stack(tensors: list[Tensor], dim: int = 0) -> Tensor:
 
 
 def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    """Elementwise `input if condition else other`; numbers take the dtype torch gives them
+    (beside a tensor, that tensor's; two numbers, the default int or float dtype)."""
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
-    if like is None:
-        raise TypeError('gt.where needs at least one of input and other to be a Tensor')
     return apply('where', [condition, as_tensor(input, like), as_tensor(other, like)])
 
 

@@ -41,6 +41,12 @@ class MathMethods:
     clip = clamp
 
     # ---- reductions ------------------------------------------------------------------
+    def any(self, dim=None, keepdim=False):
+        return (self != 0).sum(dim, keepdim) > 0
+
+    def all(self, dim=None, keepdim=False):
+        return (self == 0).sum(dim, keepdim) == 0
+
     def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None, dtype=None):
         if dtype is None:
             return core.apply('sum', [self], **_dims(dim, keepdim, axis, keepdims))
