@@ -265,6 +265,13 @@ LOW_PRECISION = frozenset({'float16', 'bfloat16'})
 # Type rules, memoized by op, input types and (hashable) attrs: loops apply the same ops
 # to the same types. Type rules are pure, so a remembered answer is the answer.
 _inferred: dict[tuple, tuple] = {}
+INFERRED_KEPT = 65536  # shapes that vary forever (say, sequence lengths) must not grow it
+
+
+def _remember(key: tuple, types: tuple) -> None:
+    if len(_inferred) >= INFERRED_KEPT:
+        _inferred.clear()
+    _inferred[key] = types
 
 
 def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
@@ -279,7 +286,7 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     if types is None:
         types = OPS[op].infer(input_types, **attrs)
         if key is not None:
-            _inferred[key] = types
+            _remember(key, types)
     client = inputs[0]._client if inputs else connection.current()
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
     outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
@@ -297,7 +304,8 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
     key = (op, (left._type, right._type), (), ())
     types = _inferred.get(key)
     if types is None:
-        types = _inferred[key] = OPS[op].infer((left._type, right._type))
+        types = OPS[op].infer((left._type, right._type))
+        _remember(key, types)
     client = left._client
     out = Tensor(client.record(op, [left._id, right._id], {}, 1, current_scope()), types[0],
                  client)
