@@ -111,7 +111,9 @@ class TapeNode:
         then, and the caller must not release that value."""
         if not any(t is tensor for t in self.inputs):
             return False
-        old = type(tensor)(tensor._id, tensor._type, tensor._client)
+        from gt.tensor import Tensor  # gt.tensor imports this module
+
+        old = Tensor(tensor._id, tensor._type, tensor._client)
         old.requires_grad, old.grad_fn = tensor.requires_grad, tensor.grad_fn
         self.inputs = [old if t is tensor else t for t in self.inputs]
         return True
