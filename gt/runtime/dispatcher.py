@@ -210,6 +210,11 @@ class Dispatcher:
             entry = session.values.get(value_id)
             if entry is None:
                 raise KeyError(f'value {value_id} does not exist in this session')
+            for worker in entry[2].workers:
+                if not self.workers[worker].alive:
+                    handle = self.workers[worker]
+                    raise ValueError(f'value {value_id} was lost with worker {worker} '
+                                     f'({handle.name} on {handle.host})')
             external_types.append(entry)
         options = PipelineOptions(tuple(w.index for w in self._live_workers()), session.home_worker)
         plan = self.planner.plan(message.structure, external_types, options)

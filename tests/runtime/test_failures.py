@@ -77,6 +77,27 @@ def test_killed_worker_fails_the_next_fetch(start_cluster):
 
 
 @pytest.mark.time_limit(90)
+def test_after_losing_its_worker_a_session_goes_on_on_another(start_cluster):
+    private = start_cluster(workers=2, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    with connected(private.address):
+        x = gt.from_numpy(np.arange(4, dtype=np.float32))
+        assert x.sum().item() == 6.0
+        stats = gt.debug.get_worker_stats()
+        home = next(s for s in stats if s['tensors'] > 0)
+        victim = next(w for w in private.workers if w.pid == home['pid'])
+        victim.kill()
+        victim.wait(10)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # until the dispatcher notices
+            if len(gt.debug.get_worker_stats()) == 1:
+                break
+            time.sleep(0.2)
+        with pytest.raises(Exception, match='lost with worker'):
+            (x + 1).sum().item()
+        assert (gt.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]  # new work runs elsewhere
+
+
+@pytest.mark.time_limit(90)
 def test_worker_lost_while_a_fetch_waits(start_cluster):
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
     with connected(private.address):
