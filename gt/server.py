@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 
 import zmq
 
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
         dispatcher.serve_forever()
     except KeyboardInterrupt:
         pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # exiting already: a late TERM is moot
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 
 from gt.runtime.transport import endpoint_for, exit_with_parent, terminate_on_sigterm
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> None:
         worker.serve_forever()
     except KeyboardInterrupt:
         pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # exiting already: a late TERM is moot
 
 
 if __name__ == '__main__':

@@ -2,7 +2,9 @@
 
 It binds an ipc:// socket in a private directory (so two scripts never collide), and
 stops every child and removes the directory when the script exits. If the script is
-killed outright, the children notice their parent is gone and stop themselves.
+killed outright, the children notice their parent is gone and stop themselves. The
+children run in a session of their own, so a Ctrl-C reaches only the script, which
+then stops them in order.
 """
 
 import os
@@ -24,11 +26,11 @@ class LocalServer:
         env.setdefault('GT_WORKER_THREADS', str(max(1, (os.cpu_count() or 1) // workers)))
         self.processes = [subprocess.Popen(
             [sys.executable, '-m', 'gt.server', '--endpoint', self.endpoint,
-             '--runtime-dir', self.runtime_dir, *parent], env=env)]
+             '--runtime-dir', self.runtime_dir, *parent], env=env, start_new_session=True)]
         for _ in range(workers):
             self.processes.append(subprocess.Popen(
                 [sys.executable, '-m', 'gt.worker', '--endpoint', self.endpoint, *parent],
-                env=env))
+                env=env, start_new_session=True))
 
     def check_alive(self) -> None:
         for process in self.processes:
