@@ -19,6 +19,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 
+import hypothesis
 import pytest
 
 # Before anything imports gt: the client reads these at import time, and every process
@@ -27,6 +28,13 @@ os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR',
                       os.path.join(tempfile.gettempdir(), 'gt-test-inductor-cache'))
 os.environ.setdefault('GT_TIMEOUT', '10')
 os.environ.setdefault('GT_STARTUP_TIMEOUT', '90')
+
+# In CI, property tests replay the same examples every run, so a landing never depends on
+# a random draw; locally they explore anew (HYPOTHESIS_PROFILE=explore in CI to do so).
+hypothesis.settings.register_profile('ci', derandomize=True)
+hypothesis.settings.register_profile('explore', derandomize=False)
+hypothesis.settings.load_profile(
+    os.environ.get('HYPOTHESIS_PROFILE', 'ci' if os.environ.get('CI') else 'explore'))
 
 # Test modules import these helpers as `gt_test_support`: the name `conftest` is not theirs
 # to import, since pytest rebinds it to whichever conftest.py it loaded last (tests/api has one).
