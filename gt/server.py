@@ -1,13 +1,16 @@
 """`python -m gt.server -p PORT`: run a GT dispatcher that clients and workers connect to."""
 
 import argparse
-import os
-import signal
 
 import zmq
 
 from gt.runtime.dispatcher import Dispatcher
-from gt.runtime.transport import exit_with_parent, local_socket_path, terminate_on_sigterm
+from gt.runtime.transport import (
+    exit_with_parent,
+    local_socket_path,
+    serve_until_stopped,
+    terminate_on_sigterm,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -31,14 +34,8 @@ def main(argv: list[str] | None = None) -> None:
         dispatcher = Dispatcher(endpoints, runtime_dir=args.runtime_dir)
     except zmq.ZMQError as error:
         raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None
-    if os.environ.get('GT_VERBOSE') == '1':
-        print(f'gt.server: listening on {", ".join(endpoints)}', flush=True)
-    try:
-        dispatcher.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # exiting already: a late TERM is moot
+    serve_until_stopped(dispatcher.serve_forever,
+                        f'gt.server: listening on {", ".join(endpoints)}')
 
 
 if __name__ == '__main__':

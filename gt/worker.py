@@ -1,10 +1,13 @@
 """`python -m gt.worker --host H -p PORT`: run one GT worker (start one per GPU)."""
 
 import argparse
-import os
-import signal
 
-from gt.runtime.transport import endpoint_for, exit_with_parent, terminate_on_sigterm
+from gt.runtime.transport import (
+    endpoint_for,
+    exit_with_parent,
+    serve_until_stopped,
+    terminate_on_sigterm,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,14 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     from gt.runtime.worker import Worker
 
     worker = Worker(endpoint, args.backend, args.device)
-    if os.environ.get('GT_VERBOSE') == '1':
-        print(f'gt.worker: {worker.engine.describe()} connected to {endpoint}', flush=True)
-    try:
-        worker.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # exiting already: a late TERM is moot
+    greeting = f'gt.worker: {worker.engine.describe()} connected to {endpoint}'
+    serve_until_stopped(worker.serve_forever, greeting)
 
 
 if __name__ == '__main__':

@@ -71,6 +71,18 @@ def exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name='gt-parent-watch').start()
 
 
+def serve_until_stopped(serve_forever: Any, greeting: str) -> None:
+    """Run a server loop until Ctrl-C or SIGTERM; `greeting` is printed with GT_VERBOSE=1."""
+    if os.environ.get('GT_VERBOSE') == '1':
+        print(greeting, flush=True)
+    try:
+        serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # exiting already: a late TERM is moot
+
+
 def terminate_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit so that `finally` blocks clean up."""
     def stop(signum: int, frame: Any) -> None:
