@@ -4,10 +4,13 @@
 `gt.gpu_workers(n)` workers) unless `gt.connect('host:port')` was called first.
 """
 
+import os as _os
+
 import torch as _torch
 
-from gt import debug, nn, signal
+from gt import config, debug, nn, signal
 from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
     arange,
     from_numpy,
@@ -76,5 +79,8 @@ __all__ = [
     'is_grad_enabled', 'signal',
     'debug', 'WorkerError', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
-    'argmin', 'nn',
+    'argmin', 'nn', 'config', 'load_config', 'register_config', 'SignalConfig', 'ShardConfig',
 ]
+
+if _os.environ.get('GT_CONFIG'):
+    load_config(_os.environ['GT_CONFIG'])

@@ -13,6 +13,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
+from gt import signal
 from gt.ir import OPS
 from gt.ir.dtypes import SHORT_NAMES
 from gt.ir.printer import COMMENT_COLUMN, format_attr
@@ -87,7 +88,7 @@ class TapeNode:
     ids and types of the values it made. Outputs are not referenced, so no cycles form."""
 
     __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'output_types',
-                 'sequence', 'freed', '__weakref__')
+                 'sequence', 'freed', 'backward_signal', '__weakref__')
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
@@ -98,6 +99,9 @@ class TapeNode:
         self.output_types = [out._type for out in outputs]
         self.sequence = next(_sequence)
         self.freed = False
+        # The signal whose config places this op's gradient ops (pipeline parallelism);
+        # None: they run where their inputs, the forward values, live.
+        self.backward_signal = signal.current_backward()
         live_nodes[self.sequence] = self
 
     @property
@@ -195,7 +199,11 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable) -> None:
     outputs = [grads.pop((id(node), index), None) for index in range(len(node.output_ids))]
     if all(grad is None for grad in outputs):
         return
-    input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
+    if node.backward_signal is None:
+        input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
+    else:
+        with signal.context(node.backward_signal):
+            input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
     for tensor, grad in zip(node.inputs, input_grads):
         if grad is None or not tensor.requires_grad:
             continue

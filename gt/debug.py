@@ -1,5 +1,9 @@
-"""Looking inside: worker statistics, the IR the dispatcher built for this client, and the
-autograd tape."""
+"""Looking inside: worker statistics, the IR the dispatcher built for this client (as text
+or as a Graphviz picture), and the autograd tape."""
+
+import os
+import shutil
+import subprocess
 
 from gt import autograd
 from gt.runtime import client as connection
@@ -21,14 +25,37 @@ def print_worker_stats() -> None:
               f"{worker['ops']} ops in {worker['programs_run']} programs")
 
 
-def dump_ir(show: bool = True) -> str:
+def dump_ir(show: bool = True, workers: bool = False) -> str:
     """The IR of this client's most recent fragment (pending work is sent first), as the
-    dispatcher's passes left it: types, placements and workers. Printed unless `show` is
-    False; returned either way."""
-    text = connection.current().dump()
+    dispatcher's passes left it: types, placements, and the moves insert_moves added; with
+    `workers`, the program each worker runs, with local (per-shard) types. Printed unless
+    `show` is False; returned either way."""
+    text = connection.current().dump('workers' if workers else 'ir')
     if show:
         print(text)
     return text
+
+
+def view_ir(path: str) -> str:
+    """Draw the IR of this client's most recent fragment to `path`: one cluster per worker,
+    moves between workers in red, each edge labelled with its value's placement. The
+    suffix picks the format (`.svg`, `.png`, `.pdf`, or `.dot` for the Graphviz source);
+    drawing needs Graphviz's `dot` (Debian/Ubuntu: apt install graphviz). Returns `path`."""
+    source = connection.current().dump('dot')
+    form = os.path.splitext(path)[1].lstrip('.').lower()
+    if form == 'dot':
+        with open(path, 'w') as file:
+            file.write(source)
+        return path
+    if form not in ('svg', 'png', 'pdf'):
+        raise ValueError(f'view_ir: cannot tell the format from {path!r}; end it in .svg, '
+                         '.png, .pdf or .dot')
+    if shutil.which('dot') is None:
+        raise RuntimeError("view_ir needs Graphviz's `dot` program (Debian/Ubuntu: apt install "
+                           'graphviz; macOS: brew install graphviz), or a path ending in .dot')
+    subprocess.run(['dot', f'-T{form}', '-o', path], input=source, text=True, check=True,
+                   capture_output=True)
+    return path
 
 
 def print_tape() -> None:

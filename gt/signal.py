@@ -5,12 +5,15 @@ The dispatcher's passes read a node's scope to apply the sharding config of that
 
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
+
+from gt import config
 
 
 class _Scopes(threading.local):
     def __init__(self) -> None:
         self.stack: list[str] = []
+        self.backward: list[str | None] = []  # each scope's explicit backward signal
 
 
 _scopes = _Scopes()
@@ -26,11 +29,26 @@ def current_scope() -> str | None:
     return stack[-1] if stack else None
 
 
-def enter(name: str) -> None:
+def current_backward() -> str | None:
+    """The signal that places gradients of ops recorded now: the innermost scope's
+    `backward`, else its config's `backward_signal`."""
+    if not _open_anywhere or not _scopes.stack:
+        return None
+    explicit = _scopes.backward[-1]
+    if explicit is not None:
+        return explicit
+    found = config.get_config(_scopes.stack[-1])
+    return found.backward_signal if found is not None else None
+
+
+def enter(name: str, backward: str | None = None) -> None:
     global _open_anywhere
     if not isinstance(name, str) or not name:
         raise TypeError(f'a signal name must be a non-empty string, got {name!r}')
+    if backward is not None and (not isinstance(backward, str) or not backward):
+        raise TypeError(f'a backward signal name must be a non-empty string, got {backward!r}')
     _scopes.stack.append(name)
+    _scopes.backward.append(backward)
     _open_anywhere += 1
 
 
@@ -42,13 +60,24 @@ def exit(name: str | None = None) -> None:
     if name is not None and stack[-1] != name:
         raise RuntimeError(f'gt.signal.exit({name!r}) but the innermost signal is {stack[-1]!r}')
     stack.pop()
+    _scopes.backward.pop()
     _open_anywhere -= 1
 
 
 @contextmanager
-def context(name: str) -> Iterator[None]:
-    enter(name)
+def context(name: str, backward: str | None = None) -> Iterator[None]:
+    """Ops recorded inside are placed by signal `name`'s config; their gradient ops by
+    `backward`'s (default: the config's `backward_signal`)."""
+    enter(name, backward)
     try:
         yield
     finally:
         exit(name)
+
+
+def tensor(x: Any, name: str) -> Any:
+    """A copy of `x` placed by signal `name`'s config (sharded, say); `x` stays as it was."""
+    from gt.tensor import apply
+
+    with context(name):
+        return apply('distribute', [x])

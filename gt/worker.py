@@ -1,6 +1,7 @@
 """`python -m gt.worker --host H -p PORT`: run one GT worker (start one per GPU)."""
 
 import argparse
+import os
 
 from gt.runtime.transport import (
     endpoint_for,
@@ -19,8 +20,15 @@ def main(argv: list[str] | None = None) -> None:
                         help='engine that runs ops (default torch)')
     parser.add_argument('--device', help='torch device, e.g. cpu or cuda:1 (default: cuda if '
                         'available, else cpu; CUDA_VISIBLE_DEVICES is respected)')
+    parser.add_argument('--threads', type=int, help='torch threads for this worker (default: '
+                        '$GT_WORKER_THREADS, else torch\'s choice); with several CPU workers '
+                        'on one host, give each a share of its cores')
     parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f'--threads must be at least 1, got {args.threads}')
+        os.environ['GT_WORKER_THREADS'] = str(args.threads)
     terminate_on_sigterm()
     if args.exit_with_parent:
         exit_with_parent(args.exit_with_parent)

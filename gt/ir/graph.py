@@ -42,6 +42,9 @@ class Node:
     scope: str | None = None
     note: str | None = None  # why a pass inserted this node; printed as a comment
     location: int | None = None  # which client op this node came from (its fragment position)
+    # The placements the node's sharding rule needs its inputs in (propagate_placements
+    # decides, insert_moves makes it so); None before propagation.
+    input_placements: tuple[Placement, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,9 @@ def interpret(
         row = OPS[node.op]
         run = getattr(row, engine)
         args = [env[id(value)] for value in node.inputs]
-        result = run(context, *args, **node.attrs) if row.source else run(*args, **node.attrs)
-        results = result if len(node.outputs) != 1 else (result,)
+        takes_context = row.source or row.communication
+        result = run(context, *args, **node.attrs) if takes_context else run(*args, **node.attrs)
+        results = (result,) if len(node.outputs) == 1 else result or ()
         for value, array in zip(node.outputs, results):
             env[id(value)] = array
     return [env[id(value)] for value in graph.outputs]

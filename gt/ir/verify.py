@@ -3,6 +3,7 @@ and every node's output types are what the op table's type rule says."""
 
 from gt.ir.graph import Graph
 from gt.ir.ops import OPS
+from gt.ir.placement import satisfies
 
 
 class VerifyError(ValueError):
@@ -37,4 +38,19 @@ def verify(graph: Graph) -> Graph:
     for value in graph.outputs:
         if id(value) not in defined:
             raise VerifyError('graph returns a value it never defines')
+    return graph
+
+
+def verify_placements(graph: Graph) -> Graph:
+    """After insert_moves: every value is placed, and every node's inputs are placed as its
+    sharding rule asked."""
+    verify(graph)
+    for position, node in enumerate(graph.nodes):
+        where = f'node {position} ({node.op})'
+        if any(value.placement is None for value in node.inputs + node.outputs):
+            raise VerifyError(f'{where}: a value has no placement')
+        for value, needed in zip(node.inputs, node.input_placements or ()):
+            if not satisfies(value.placement, needed):
+                raise VerifyError(f'{where}: an input is {value.placement}, the op needs '
+                                  f'{needed}')
     return graph

@@ -4,14 +4,16 @@ Each pass is a function `(graph, options) -> graph` in a file of its own name. `
 runs after the pipeline and returns one graph per worker.
 """
 
-from gt.ir import Graph, verify
+from gt.ir import Graph, verify, verify_placements
 from gt.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from gt.passes.eliminate_dead_code import eliminate_dead_code
-from gt.passes.lower import lower
+from gt.passes.insert_moves import insert_moves
+from gt.passes.lower import WorkerProgram, lower
 from gt.passes.options import PipelineOptions
 from gt.passes.propagate_placements import propagate_placements
 
-PIPELINE = [eliminate_common_subexpressions, eliminate_dead_code, propagate_placements]
+PIPELINE = [eliminate_common_subexpressions, eliminate_dead_code, propagate_placements,
+            insert_moves]
 
 
 def run_pipeline(
@@ -21,10 +23,10 @@ def run_pipeline(
     for compiler_pass in PIPELINE:
         graph = compiler_pass(graph, options)
         if check:
-            verify(graph)
+            (verify_placements if compiler_pass is insert_moves else verify)(graph)
         if dump:
             print(f'// after {compiler_pass.__name__}\n{graph}')
     return graph
 
 
-__all__ = ['PIPELINE', 'PipelineOptions', 'lower', 'run_pipeline']
+__all__ = ['PIPELINE', 'PipelineOptions', 'WorkerProgram', 'lower', 'run_pipeline']

@@ -1,34 +1,130 @@
-"""lower: split a placed graph into one program per worker.
+"""lower: split a placed graph into one program per worker, with local (per-shard) types.
 
-Requires every value to carry a placement. Ensures each worker's graph holds exactly the
-nodes that worker runs, reads only values it holds, and returns the values it keeps.
-Values keep their identity across the split, so the runtime can bind each worker's
-inputs and outputs back to client ids.
+Requires a graph after insert_moves. Ensures each worker's graph holds exactly the nodes
+that worker runs, on the parts of values it holds: a node runs on the workers of its
+output's placement; attrs that spell a shape spell the worker's part of it. Random
+draws run whole on every live worker (each keeps its part, if any), so that every
+worker's generator of the session stays in step and a sharded draw equals torch's.
+Other creation ops whose elements differ (arange, data) are made whole and cut. A move
+runs on the workers of its source and target placements, with those placements, the
+global shape and its place among the graph's moves (`tag`, which pairs up the pieces
+sent between workers) as attrs. Every worker's program keeps the global order of the
+graph, so moves meet in the same order everywhere and no two workers wait on each other.
 
-    before:  graph(%a0<R@w0>) { %0<R@w0> = relu(%a0); return %0 }
-    after:   {0: graph worker0(%a0<R@w0>) { %0<R@w0> = relu(%a0); return %0 }}
+    before:  %0: f32[6,4]<S0@w0,w1> = zeros(shape=[6,4], dtype=float32)
+    after:   {0: %0: f32[3,4]<S0@w0,w1> = zeros(shape=[3,4], dtype=float32),
+              1: the same on w1}
 """
 
-from gt.ir import Graph, Node
+from dataclasses import dataclass
+
+from gt.ir import OPS, Graph, Node, Replicate, Shard, Value
+from gt.ir.placement import encode_placement, local_shape
 from gt.passes.options import PipelineOptions
 
 
-def _workers_of(node: Node, options: PipelineOptions) -> tuple[int, ...]:
-    for value in node.outputs + node.inputs:
-        return value.placement.workers
-    return (options.home_worker,)
+@dataclass(frozen=True)
+class WorkerProgram:
+    graph: Graph  # the worker's nodes, on local values
+    inputs: tuple[int, ...]  # which of the global graph's inputs it reads, in order
+    outputs: tuple[int, ...]  # which of the global graph's outputs it holds, in order
 
 
-def lower(graph: Graph, options: PipelineOptions) -> dict[int, Graph]:
-    nodes: dict[int, list[Node]] = {}
+def _move_attrs(source, target, value: Value, tag: int) -> dict:
+    return {'source': encode_placement(source), 'target': encode_placement(target),
+            'shape': list(value.shape), 'dtype': value.dtype, 'tag': tag}
+
+
+class _Split:
+    def __init__(self, graph: Graph):
+        self.position = {id(value): index for index, value in enumerate(graph.inputs)}
+        self.local: dict[int, dict[int, Value]] = {}
+        self.inputs: dict[int, list[tuple[int, Value]]] = {}
+        self.nodes: dict[int, list[Node]] = {}
+
+    def read(self, worker: int, value: Value) -> Value:
+        values = self.local.setdefault(worker, {})
+        if id(value) not in values:
+            if id(value) not in self.position:
+                raise ValueError(f'lower: worker {worker} reads a value it does not hold '
+                                 f'({value.placement}); was insert_moves run?')
+            local = Value(local_shape(value.shape, value.placement, worker), value.dtype,
+                          value.placement)
+            values[id(value)] = local
+            self.inputs.setdefault(worker, []).append((self.position[id(value)], local))
+        return values[id(value)]
+
+    def define(self, worker: int, value: Value, shape: tuple[int, ...] | None = None) -> Value:
+        shape = local_shape(value.shape, value.placement, worker) if shape is None else shape
+        local = Value(shape, value.dtype, value.placement)
+        self.local.setdefault(worker, {})[id(value)] = local
+        return local
+
+    def add(self, worker: int, node: Node, inputs: tuple, outputs: tuple, attrs: dict) -> None:
+        self.nodes.setdefault(worker, []).append(
+            Node(node.op, inputs, outputs, attrs, node.scope, node.note, node.location))
+
+
+def lower(graph: Graph, options: PipelineOptions) -> dict[int, WorkerProgram]:
+    split = _Split(graph)
+    tag = 0
     for node in graph.nodes:
-        for worker in _workers_of(node, options):
-            nodes.setdefault(worker, []).append(node)
+        row = OPS[node.op]
+        if row.communication:
+            _lower_move(split, node, tag)
+            tag += 1
+        elif row.source:
+            _lower_creation(split, node, options)
+        else:
+            for worker in node.outputs[0].placement.workers:
+                inputs = tuple(split.read(worker, value) for value in node.inputs)
+                outputs = tuple(split.define(worker, value) for value in node.outputs)
+                attrs = node.attrs
+                if 'shape' in attrs and len(outputs) == 1:
+                    attrs = dict(attrs, shape=list(outputs[0].shape))
+                split.add(worker, node, inputs, outputs, attrs)
     programs = {}
-    for worker, worker_nodes in nodes.items():
-        defined = {id(v) for node in worker_nodes for v in node.outputs}
-        read = {id(v) for node in worker_nodes for v in node.inputs}
-        inputs = tuple(v for v in graph.inputs if id(v) in read and worker in v.placement.workers)
-        outputs = tuple(v for v in graph.outputs if id(v) in defined)
-        programs[worker] = Graph(inputs, tuple(worker_nodes), outputs, f'worker{worker}')
+    for worker, nodes in split.nodes.items():
+        reads = split.inputs.get(worker, [])
+        held = [(index, split.local[worker][id(value)]) for index, value in
+                enumerate(graph.outputs) if id(value) in split.local.get(worker, {})]
+        local_graph = Graph(tuple(value for _, value in reads), tuple(nodes),
+                            tuple(value for _, value in held), f'worker{worker}')
+        programs[worker] = WorkerProgram(local_graph, tuple(index for index, _ in reads),
+                                         tuple(index for index, _ in held))
     return programs
+
+
+def _lower_move(split: _Split, node: Node, tag: int) -> None:
+    (value,), (moved,) = node.inputs, node.outputs
+    source, target = value.placement, moved.placement
+    attrs = _move_attrs(source, target, value, tag)
+    for worker in dict.fromkeys(source.workers + target.workers):
+        inputs = (split.read(worker, value),) if worker in source.workers else ()
+        outputs = (split.define(worker, moved),) if worker in target.workers else ()
+        split.add(worker, node, inputs, outputs, attrs)
+
+
+def _lower_creation(split: _Split, node: Node, options: PipelineOptions) -> None:
+    row = OPS[node.op]
+    if not node.outputs:  # manual_seed: every worker's generator
+        for worker in options.workers:
+            split.add(worker, node, (), (), node.attrs)
+        return
+    (value,) = node.outputs
+    placement = value.placement
+    workers = options.workers if row.random else placement.workers
+    for worker in workers:
+        if worker not in placement.workers:  # a draw made only to keep the generator in step
+            split.add(worker, node, (), (Value(value.shape, value.dtype),), node.attrs)
+        elif not isinstance(placement, Shard):
+            split.add(worker, node, (), (split.define(worker, value),), node.attrs)
+        elif row.uniform:
+            local = split.define(worker, value)
+            split.add(worker, node, (), (local,), dict(node.attrs, shape=list(local.shape)))
+        else:
+            whole = Value(value.shape, value.dtype, Replicate(placement.workers))
+            split.add(worker, node, (), (whole,), node.attrs)
+            cut = Node('shard', (whole,), (value,), {}, node.scope, node.note, node.location)
+            split.add(worker, cut, (whole,), (split.define(worker, value),),
+                      _move_attrs(whole.placement, placement, value, -1))

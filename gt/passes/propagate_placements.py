@@ -1,30 +1,134 @@
-"""propagate_placements: give every value a placement.
+"""propagate_placements: give every value a placement, and every node the placements it
+needs its inputs in.
 
-Requires graph inputs that carry placements. Ensures every node output has one: values
-made from nothing (creation ops) live on the session's home worker; an op's result lives
-where its inputs live. Until sharding rules arrive, a session's values share one worker.
+Requires a verified graph whose inputs carry placements. Ensures every node output has a
+placement and every node has `input_placements`; where an input's placement differs from
+what its node needs, insert_moves adds the move.
 
-    before:  %0: f32[4] = randn(...)          after:  %0: f32[4]<R@w1> = randn(...)
-             %1: f32[4] = relu(%0)                    %1: f32[4]<R@w1> = relu(%0)
+Seeds: a creation op recorded under a signal whose config shards on `axis` over workers
+W makes `S(axis)@W` (or `R@W` when the axis is too short); outside any signal, a created
+tensor of 2 or more dims whose first dimension divides by the worker count, and that is
+at least `auto_shard_elements` big, is sharded on axis 0 over every worker (the seeds'
+auto-shard rule; `from_numpy` data is not); anything else lives on the session's home
+worker. Numbers (`scalar`) are made wherever they are used.
+
+Then each op runs on a worker set: its signal's workers, or else those of its largest
+input. Inputs from elsewhere keep their kind (a shard stays a shard) on the new set, and
+the op's sharding rule (gt.ir.sharding) says what it needs and what it makes.
+
+    before:  %0: f32[8,4] = randn()                   after:  %0: f32[8,4]<S0@w0,w1> = randn()
+             %1: f32[8,4] = relu(%0)                          %1: f32[8,4]<S0@w0,w1> = relu(%0)
+             %2: f32[] = sum(%1)                              %2: f32[]<P:sum@w0,w1> = sum(%1)
 """
 
-from gt.ir import Graph, Node, Replicate, Value
+from gt.ir import OPS, Graph, Node, Partial, Replicate, Shard, Value
+from gt.ir.sharding import replicated
+from gt.ir.type_rules import numel
 from gt.passes.options import PipelineOptions
 
 
+def is_anywhere(node: Node) -> bool:
+    """A number or other one-element constant: cheaper to make on each worker that uses it
+    than to move."""
+    row = OPS[node.op]
+    return (row.source and not row.random and not row.effects and node.op != 'from_numpy'
+            and len(node.outputs) == 1 and numel(node.outputs[0].shape) <= 1)
+
+
+def kind_of(placement) -> str | int:
+    if isinstance(placement, Shard):
+        return placement.axis
+    return 'P' if isinstance(placement, Partial) else 'R'
+
+
+def placement_of(kind: str | int, workers: tuple[int, ...]):
+    if isinstance(kind, int):
+        return Shard(kind, workers)
+    return Partial(workers) if kind == 'P' else Replicate(workers)
+
+
+def _seed(node: Node, scope, options: PipelineOptions):
+    """The placement of a created value."""
+    (value,) = node.outputs
+    if scope is not None:
+        axis, workers = scope
+        fits = axis < len(value.shape) and value.shape[axis] >= len(workers)
+        return Shard(axis, workers) if fits else Replicate(workers)
+    count = len(options.workers)
+    if (options.auto_shard_elements is not None and count > 1 and node.op != 'from_numpy'
+            and len(value.shape) >= 2 and value.shape[0] % count == 0
+            and numel(value.shape) >= options.auto_shard_elements):
+        return Shard(0, options.workers)
+    return Replicate((options.home_worker,))
+
+
+def _carried(placement, value: Value, workers: tuple[int, ...]) -> str | int:
+    """The kind an input keeps when its op runs on `workers`."""
+    if placement is None or placement.workers == workers:
+        return 'R' if placement is None else kind_of(placement)
+    if isinstance(placement, Shard) and value.shape[placement.axis] >= len(workers):
+        return placement.axis
+    return 'R'
+
+
 def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
-    home = Replicate((options.home_worker,))
+    scopes = options.scope_workers()
+    home = (options.home_worker,)
     placed: dict[int, Value] = {id(value): value for value in graph.inputs}
     nodes = []
     for node in graph.nodes:
         inputs = tuple(placed[id(value)] for value in node.inputs)
-        placements = {value.placement for value in inputs} or {home}
-        if len(placements) != 1:
-            raise ValueError(f'{node.op}: inputs live on different workers: {placements}')
-        (placement,) = placements
-        outputs = tuple(value.placed(placement) for value in node.outputs)
+        scope = scopes.get(node.scope)
+        row = OPS[node.op]
+        needed: tuple = ()
+        if is_anywhere(node):
+            outputs = node.outputs  # placed below, where its users are
+        elif row.source:
+            outputs = tuple(value.placed(_seed(node, scope, options)) for value in node.outputs)
+        elif row.placed_by_signal and scope is not None:
+            outputs = (node.outputs[0].placed(_seed(node, scope, options)),)
+            needed = (outputs[0].placement,)
+        else:
+            known = [value for value in inputs if value.placement is not None]
+            if scope is not None:
+                workers = scope[1]
+            elif known:
+                workers = max(known, key=lambda value: numel(value.shape)).placement.workers
+            else:
+                workers = home
+            kinds = tuple(_carried(value.placement, value, workers) for value in inputs)
+            types = tuple(value.type for value in inputs)
+            out_types = tuple(value.type for value in node.outputs)
+            decision = row.shard(kinds, types, out_types, **node.attrs) if row.shard else None
+            wanted, made = decision or replicated(inputs, node.outputs)
+            needed = tuple(placement_of(kind, workers) for kind in wanted)
+            outputs = tuple(value.placed(placement_of(kind, workers))
+                            for value, kind in zip(node.outputs, made))
         placed.update((id(old), new) for old, new in zip(node.outputs, outputs))
         nodes.append(Node(node.op, inputs, outputs, node.attrs, node.scope, node.note,
-                          node.location))
-    outputs = tuple(placed[id(value)] for value in graph.outputs)
-    return Graph(graph.inputs, tuple(nodes), outputs, graph.name)
+                          node.location, needed))
+    return _place_anywhere_values(graph.replace(
+        nodes=tuple(nodes), outputs=tuple(placed[id(value)] for value in graph.outputs)),
+        home)
+
+
+def _place_anywhere_values(graph: Graph, home: tuple[int, ...]) -> Graph:
+    """Constants live on every worker that uses them (the home worker if none does)."""
+    users: dict[int, set[int]] = {}
+    for node in graph.nodes:
+        for value, needed in zip(node.inputs, node.input_placements):
+            if value.placement is None:
+                users.setdefault(id(value), set()).update(needed.workers)
+    renamed: dict[int, Value] = {}
+    nodes = []
+    for node in graph.nodes:
+        inputs = tuple(renamed.get(id(value), value) for value in node.inputs)
+        outputs = node.outputs
+        if outputs and outputs[0].placement is None:
+            workers = tuple(sorted(users.get(id(outputs[0]), home)))
+            outputs = (outputs[0].placed(Replicate(workers)),)
+            renamed[id(node.outputs[0])] = outputs[0]
+        nodes.append(Node(node.op, inputs, outputs, node.attrs, node.scope, node.note,
+                          node.location, node.input_placements))
+    return graph.replace(nodes=tuple(nodes),
+                         outputs=tuple(renamed.get(id(v), v) for v in graph.outputs))

@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import socket as sockets
+import sys
 import threading
 import time
 from collections import deque
@@ -19,12 +20,14 @@ import numpy as np
 import torch
 import zmq
 
+from gt import config
 from gt.ir.dtypes import NUMPY_DTYPES
 from gt.runtime import shared_memory
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
 from gt.runtime.protocol import (
+    Configure,
     Dumped,
     DumpRequest,
     Fetched,
@@ -50,6 +53,10 @@ PING_SECONDS = 1.0
 KEEP_ALIVE_SECONDS = 1.0
 STARTUP_SECONDS = float(os.environ.get('GT_STARTUP_TIMEOUT', '120'))
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
+# Created tensors at least this big are sharded over every worker when there are several
+# (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
+# benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 turns it off.
+AUTO_SHARD_ELEMENTS = int(os.environ.get('GT_AUTO_SHARD_ELEMENTS', '65536'))
 
 
 class WorkerError(RuntimeError):
@@ -100,6 +107,8 @@ class Client:
             raise
         self.session = welcome.session
         self.workers = welcome.workers
+        self.config_version = -1
+        self._send_configs()
         self._stop_keep_alive = threading.Event()
         threading.Thread(target=self._keep_alive, daemon=True, name='gt-keep-alive').start()
 
@@ -117,6 +126,23 @@ class Client:
                 send(socket, KeepAlive(self.session))
         finally:
             socket.close(linger=0)
+
+    def _send_configs(self) -> None:
+        """The dispatcher plans with this session's signal configs: send them when they
+        changed (before the work recorded under them)."""
+        if self.config_version == config.version():
+            return
+        self.config_version = config.version()
+        auto_shard = os.environ.get('GT_AUTO_SHARD', '1') != '0'
+        configs = config.wire_form()
+        if os.environ.get('GT_VERBOSE') == '1':
+            for name, (_, workers, _, _) in configs.items():
+                missing = [w for w in workers or () if w >= len(self.workers)]
+                if missing:
+                    print(f'gt: signal {name!r} names workers {missing}, but only '
+                          f'{len(self.workers)} joined; it runs on those there are',
+                          file=sys.stderr)
+        send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None))
 
     # ---- recording -----------------------------------------------------------------------
     def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
@@ -186,6 +212,7 @@ class Client:
                 frames = [msgpack.packb(pending.data_headers), *pending.data]
         elif not releases and not fetch:
             return self.next_request
+        self._send_configs()
         send(self.socket, Submit(structure, pending.base, pending.externals, pending.literals,
                                  releases, list(fetch), self.next_request), frames)
         return self.next_request
@@ -196,13 +223,12 @@ class Client:
         self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self._raise_errors(reply.errors)
         frames = iter(frames)
-        return [_tensor_from_wire(header, None if len(header) == 3 else next(frames))
-                for header in reply.tensors]
+        return [_assemble(header, frames) for header in reply.tensors]
 
-    def dump(self) -> str:
+    def dump(self, form: str = 'ir') -> str:
         self.flush()
         self.next_request += 1
-        send(self.socket, DumpRequest(self.next_request))
+        send(self.socket, DumpRequest(self.next_request, form))
         return self._wait(Dumped, request=self.next_request)[0].text
 
     def stats(self) -> Stats:
@@ -276,6 +302,21 @@ class Client:
                 where = describe(locations[location])
                 return f'\n  recorded at {where} ({records[location][0]})' if where else ''
         return ''
+
+
+def _assemble(header: list | dict, frames) -> torch.Tensor:
+    """A fetched value: one tensor, or the pieces of a sharded or partial one, joined in
+    worker order (partial sums are added, as an all_reduce would)."""
+    if not isinstance(header, dict):
+        return _tensor_from_wire(header, None if len(header) == 3 else next(frames))
+    pieces = [_tensor_from_wire(piece, None if len(piece) == 3 else next(frames))
+              for piece in header['pieces']]
+    if header['axis'] is not None:
+        return torch.cat(pieces, header['axis'])
+    total = pieces[0]
+    for piece in pieces[1:]:
+        total = total + piece
+    return total
 
 
 def _tensor_from_wire(header: list, frame) -> torch.Tensor:

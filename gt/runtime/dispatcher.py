@@ -9,6 +9,7 @@ import contextlib
 import gc
 import itertools
 import os
+import random
 import shutil
 import time
 import traceback
@@ -16,12 +17,14 @@ from collections import OrderedDict
 
 import zmq
 
-from gt.ir import format_graph
+from gt.ir import Partial, Replicate, format_graph
+from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime.fragment import FragmentError
 from gt.runtime.peers import PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner, WorkerPlan
 from gt.runtime.protocol import (
+    Configure,
     Dumped,
     DumpRequest,
     EndSession,
@@ -30,6 +33,7 @@ from gt.runtime.protocol import (
     Heartbeat,
     Hello,
     KeepAlive,
+    Peers,
     Ping,
     Pong,
     ProtocolError,
@@ -73,9 +77,14 @@ class Dispatcher:
         self.planner = Planner()
         self.next_session = 0
         self.next_request = 0
+        # Tensor bytes sent to workers, and how many of them came from clients (from_numpy
+        # data): the rest would be bytes relayed between workers, which moves never do.
+        self.bytes_to_workers = 0
+        self.bytes_from_clients = 0
+        self.salt = random.getrandbits(48)
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
-            KeepAlive: self.keep_alive, DumpRequest: self.dump,
+            KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,
             StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
             Fetched: self.worker_reply, Stats: self.worker_reply,
         }
@@ -128,7 +137,9 @@ class Dispatcher:
         try:
             send(self.socket, message, frames, to=identity)
         except zmq.ZMQError:
-            pass  # the peer is gone; heartbeats or its session's end will tidy up
+            return  # the peer is gone; heartbeats or its session's end will tidy up
+        if frames and identity in self.worker_by_identity:
+            self.bytes_to_workers += sum(map(_nbytes, frames))
 
     # ---- clients -------------------------------------------------------------------------
     def hello(self, identity: bytes, message: Hello, frames: list) -> None:
@@ -153,6 +164,21 @@ class Dispatcher:
             self._send(identity, Welcome(session.number, [self._describe(w) for w in live]))
         self.waiting_hellos = still_waiting
 
+    def configure(self, identity: bytes, message: Configure, frames: list) -> None:
+        session = self.sessions.get(identity)
+        if session is None:
+            return
+        configs = []
+        for name, spec in dict(message.configs).items():
+            axis, workers = spec[0], spec[1]
+            if not isinstance(name, str) or (axis is not None and not isinstance(axis, int)):
+                continue
+            workers = tuple(w for w in workers if isinstance(w, int)) if workers else None
+            configs.append((name, axis, workers))
+        threshold = message.auto_shard_elements
+        session.configs = tuple(sorted(configs, key=lambda config: config[0]))
+        session.auto_shard_elements = threshold if isinstance(threshold, int) else None
+
     def submit(self, identity: bytes, message: Submit, frames: list) -> None:
         session = self.sessions.get(identity)
         if session is None:
@@ -173,17 +199,25 @@ class Dispatcher:
             entry = session.values.pop(value_id, None)
             if entry is not None:
                 for worker in entry[2].workers:
-                    releases.setdefault(worker, []).append(value_id)
+                    if self.workers[worker].alive:  # a lost worker's values are gone anyway
+                        releases.setdefault(worker, []).append(value_id)
         fetches: dict[int, list[int]] = {}
-        positions: dict[int, list[int]] = {}
+        positions: dict[int, list[tuple[int, int]]] = {}
+        layouts: list = [None] * len(message.fetch)
         for position, value_id in enumerate(message.fetch):
             entry = session.values.get(value_id)
             if entry is None:
                 session.errors.append([None, None, 'fetch', f'value {value_id} does not exist '
                                        'in this session'])
-            else:
-                fetches.setdefault(entry[2].workers[0], []).append(value_id)
-                positions.setdefault(entry[2].workers[0], []).append(position)
+                continue
+            placement = entry[2]
+            holders = placement.workers
+            if isinstance(placement, Replicate):  # any copy will do: a live one
+                holders = [next((w for w in holders if self.workers[w].alive), holders[0])]
+            layouts[position] = placement
+            for piece, worker in enumerate(holders):
+                fetches.setdefault(worker, []).append(value_id)
+                positions.setdefault(worker, []).append((position, piece))
         programs = {p.worker: p for p in plan.programs} if plan else {}
         involved = set(programs) | set(releases) | set(fetches)
         lost = [self.workers[w] for w in involved if not self.workers[w].alive]
@@ -196,8 +230,9 @@ class Dispatcher:
                                          is_stats=False)
             pending = self.pending[request]
             pending.positions = positions
-            pending.tensors = [None] * len(message.fetch)
-            pending.frames = [None] * len(message.fetch)
+            pending.layouts = layouts
+            pending.tensors = [{} for _ in message.fetch]
+            pending.frames = [{} for _ in message.fetch]
         for worker in involved:
             self._send_work(session, message, frames, worker, programs.get(worker),
                             releases.get(worker, []), fetches.get(worker, []), request)
@@ -216,9 +251,11 @@ class Dispatcher:
                     raise ValueError(f'value {value_id} was lost with worker {worker} '
                                      f'({handle.name} on {handle.host})')
             external_types.append(entry)
-        options = PipelineOptions(tuple(w.index for w in self._live_workers()), session.home_worker)
+        options = PipelineOptions(tuple(w.index for w in self._live_workers()),
+                                  session.home_worker, session.configs,
+                                  session.auto_shard_elements)
         plan = self.planner.plan(message.structure, external_types, options)
-        session.last_graph = plan.graph
+        session.last_plan = plan
         for local, shape, dtype, placement in plan.kept:
             session.values[message.base + local] = (shape, dtype, placement)
         return plan
@@ -249,16 +286,25 @@ class Dispatcher:
                 while len(handle.programs) > PROGRAMS_PER_WORKER:
                     forget.append(handle.programs.popitem(last=False)[0])
             externals = [message.externals[i] for i in program.input_refs]
+        data = frames if program is not None and program.reads_data else []
         self._send(handle.identity, RunProgram(
             session.number, program_id, encoded, message.base, externals,
             message.literals if program else [], releases, fetches, request, forget,
             session.shared_memory_probe if fetches else '',
-        ), frames if program is not None and program.reads_data else [])
+        ), data)
+        self.bytes_from_clients += sum(map(_nbytes, data))
 
     def dump(self, identity: bytes, message: DumpRequest, frames: list) -> None:
         session = self.sessions.get(identity)
-        graph = session.last_graph if session else None
-        text = format_graph(graph) if graph is not None else '(no fragment planned yet)'
+        plan = session.last_plan if session else None
+        if plan is None:
+            text = '(no fragment planned yet)'
+        elif message.form == 'workers':
+            text = '\n'.join(format_graph(graph) for _, graph in sorted(plan.worker_graphs.items()))
+        elif message.form == 'dot':
+            text = graph_to_dot(plan.graph)
+        else:
+            text = format_graph(plan.graph)
         self._send(identity, Dumped(message.request, text))
 
     def ping(self, identity: bytes, message: Ping, frames: list) -> None:
@@ -294,14 +340,24 @@ class Dispatcher:
             if not handle.alive:  # back after a stall: it dropped its state, so start clean
                 handle.alive, handle.last_seen = True, time.monotonic()
                 handle.programs.clear()
+                handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
+                self._announce_peers()
                 self._welcome_waiting()
             return
         handle = WorkerHandle(len(self.workers), identity, str(message.name),
                               str(message.device), str(message.host), message.pid,
-                              time.monotonic())
+                              time.monotonic(), peer_endpoints=[
+                                  str(e) for e in message.peer_endpoints])
         self.workers.append(handle)
         self.worker_by_identity[identity] = handle
+        self._announce_peers()
         self._welcome_waiting()
+
+    def _announce_peers(self) -> None:
+        """Tell every live worker its index and where its peers are (and which are lost)."""
+        peers = [[w.index, w.host, w.peer_endpoints, w.alive] for w in self.workers]
+        for handle in self._live_workers():
+            self._send(handle.identity, Peers(handle.index, peers, self.salt))
 
     def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
         if not isinstance(message.worker, bytes):
@@ -325,11 +381,11 @@ class Dispatcher:
         else:
             # Put each value back at its place in the client's fetch list.
             frames = iter(frames)
-            for position, header in zip(pending.positions.get(handle.index, []),
-                                        message.tensors):
-                pending.tensors[position] = header
+            for (position, piece), header in zip(pending.positions.get(handle.index, []),
+                                                 message.tensors):
+                pending.tensors[position][piece] = header
                 has_frame = header is not None and len(header) == 2  # not in shared memory
-                pending.frames[position] = next(frames) if has_frame else None
+                pending.frames[position][piece] = next(frames) if has_frame else None
             pending.errors.extend(message.errors)
         if not pending.workers:
             self._finish(message.request)
@@ -345,6 +401,7 @@ class Dispatcher:
 
     def _lose(self, handle: WorkerHandle) -> None:
         handle.alive = False
+        self._announce_peers()  # ends any wait for a piece from it
         report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
         for request, pending in list(self.pending.items()):
             if handle.index in pending.workers:
@@ -375,8 +432,20 @@ class Dispatcher:
         if pending.is_stats:
             return self._send(pending.identity, Stats(pending.request, pending.stats,
                                                       self._own_stats(session)))
-        frames = [frame for frame in pending.frames if frame is not None]
-        self._send(pending.identity, Fetched(pending.request, pending.tensors, errors), frames)
+        tensors, frames = [], []
+        for layout, pieces, piece_frames in zip(pending.layouts, pending.tensors,
+                                                pending.frames):
+            headers = [pieces.get(piece) for piece in range(len(pieces))]
+            if not pieces or None in headers:
+                tensors.append(None)  # the error that explains it is in `errors`
+                continue
+            frames += [piece_frames[p] for p in range(len(pieces)) if piece_frames[p] is not None]
+            if len(headers) == 1:
+                tensors.append(headers[0])
+            else:  # the client joins the pieces: shards in order, or partial sums added up
+                axis = None if isinstance(layout, Partial) else layout.axis
+                tensors.append({'axis': axis, 'pieces': headers})
+        self._send(pending.identity, Fetched(pending.request, tensors, errors), frames)
 
     def _reply_error(self, session: Session, client_request: int) -> None:
         self._send(session.identity, Fetched(client_request, [], session.errors))
@@ -388,6 +457,9 @@ class Dispatcher:
             'session_values': len(session.values) if session else 0,
             'plans_cached': len(self.planner.cache),
             'plan_hits': self.planner.hits, 'plan_misses': self.planner.misses,
+            'bytes_to_workers': self.bytes_to_workers,
+            'bytes_from_clients': self.bytes_from_clients,
+            'bytes_relayed': self.bytes_to_workers - self.bytes_from_clients,
         }
 
     def _sessions_homed_on(self, handle: WorkerHandle) -> int:
@@ -400,3 +472,7 @@ class Dispatcher:
         return {'index': handle.index, 'name': handle.name, 'device': handle.device,
                 'host': handle.host, 'pid': handle.pid}
 
+
+
+def _nbytes(frame) -> int:
+    return memoryview(frame.buffer if isinstance(frame, zmq.Frame) else frame).nbytes

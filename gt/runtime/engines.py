@@ -23,6 +23,11 @@ class SessionContext:
         self.generator = generator
         self.data: list = []
         self.literals: list = []
+        # Moves (see gt.runtime.exchange): who runs them, and for which program run.
+        self.mover: Any = None
+        self.session = -1
+        self.base = 0
+        self.moved: dict = {}
         self._make_literal = make_literal
         self._literal_cache: dict = {}
 
@@ -35,6 +40,11 @@ class SessionContext:
                 self._literal_cache.clear()
             tensor = self._literal_cache[key] = self._make_literal(value, dtype, self.device)
         return tensor
+
+    def move(self, value: Any, **attrs: Any) -> Any:
+        if self.mover is None:
+            raise RuntimeError('this worker has no peers to move data with')
+        return self.mover(self, value, **attrs)
 
     def reseed(self, seed: int) -> None:
         self.generator = np.random.default_rng(seed)
@@ -56,9 +66,9 @@ class TorchEngine:
         """GT differentiates by itself: torch's autograd bookkeeping is only overhead."""
         return torch.inference_mode()
 
-    def new_context(self) -> SessionContext:
+    def new_context(self, seed: int) -> SessionContext:
         generator = torch.Generator(device=self.device)
-        generator.seed()
+        generator.manual_seed(seed)
         return SessionContext(self.device, generator, _torch_literal)
 
     def from_wire(self, dtype: str, shape: list[int], buffer: memoryview) -> torch.Tensor:
@@ -78,6 +88,15 @@ class TorchEngine:
     def nbytes(self, tensor: torch.Tensor) -> int:
         return tensor.element_size() * tensor.numel()
 
+    def copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.clone()
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
+        return torch.empty(shape, dtype=TORCH_DTYPES[dtype], device=self.device)
+
+    def concatenate(self, parts: list, axis: int) -> torch.Tensor:
+        return torch.cat(parts, axis)
+
     def describe(self) -> str:
         return str(self.device)
 
@@ -91,8 +110,8 @@ class NumpyEngine:
     def running(self) -> Any:
         return contextlib.nullcontext()
 
-    def new_context(self) -> SessionContext:
-        return SessionContext(None, np.random.default_rng(), _numpy_literal)
+    def new_context(self, seed: int) -> SessionContext:
+        return SessionContext(None, np.random.default_rng(seed), _numpy_literal)
 
     def from_wire(self, dtype: str, shape: list[int], buffer: memoryview) -> np.ndarray:
         if dtype == 'bfloat16':
@@ -105,6 +124,15 @@ class NumpyEngine:
 
     def nbytes(self, array: Any) -> int:
         return int(np.asarray(array).nbytes)
+
+    def copy(self, array: Any) -> np.ndarray:
+        return np.array(array)
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        return np.empty(shape, dtype=NUMPY_DTYPES[dtype])
+
+    def concatenate(self, parts: list, axis: int) -> np.ndarray:
+        return np.concatenate(parts, axis)
 
     def describe(self) -> str:
         return 'cpu (numpy)'

@@ -17,6 +17,7 @@ class WorkerHandle:
     last_seen: float
     alive: bool = True
     programs: OrderedDict = field(default_factory=OrderedDict)  # ids it holds, oldest first
+    peer_endpoints: list = field(default_factory=list)  # where other workers reach it
 
 
 @dataclass
@@ -28,8 +29,10 @@ class Session:
     values: dict = field(default_factory=dict)  # client id -> (shape, dtype, placement)
     last_seen: float = field(default_factory=time.monotonic)
     errors: list = field(default_factory=list)  # reports not yet delivered to the client
-    last_graph: object = None
+    last_plan: object = None
     shared_memory_probe: str = ''
+    configs: tuple = ()  # (signal name, shard axis, workers), as PipelineOptions takes them
+    auto_shard_elements: int | None = None
 
 
 @dataclass
@@ -40,7 +43,8 @@ class PendingRequest:
     request: int
     workers: set
     is_stats: bool
-    positions: dict = field(default_factory=dict)  # worker -> its values' places in the reply
+    positions: dict = field(default_factory=dict)  # worker -> (place in reply, piece) of values
+    layouts: list = field(default_factory=list)  # each fetched value's placement
     tensors: list = field(default_factory=list)
     frames: list = field(default_factory=list)
     errors: list = field(default_factory=list)

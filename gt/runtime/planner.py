@@ -29,6 +29,7 @@ class Plan:
     programs: list[WorkerPlan]
     kept: list[tuple]  # (local index, shape, dtype, placement) of values the client holds
     graph: Graph  # after the pipeline, for gt.debug.dump_ir
+    worker_graphs: dict  # worker -> its lowered graph, for gt.debug.dump_ir(workers=True)
 
 
 class Planner:
@@ -57,17 +58,18 @@ class Planner:
         fragment = decode_structure(structure, external_types)
         graph = run_pipeline(fragment.graph, options)
         # Passes keep the graph's outputs in order, so they still line up with `kept`.
-        kept = list(zip(graph.outputs, fragment.kept))
-        input_position = {id(value): index for index, value in enumerate(graph.inputs)}
         programs = []
-        for worker, worker_graph in sorted(lower(graph, options).items()):
-            defined = {id(value) for node in worker_graph.nodes for value in node.outputs}
+        lowered = sorted(lower(graph, options).items())
+        for worker, program in lowered:
+            keep = [(value, fragment.kept[index])
+                    for index, value in zip(program.outputs, program.graph.outputs)]
             programs.append(WorkerPlan(
                 worker,
-                encode_program(worker_graph, [pair for pair in kept if id(pair[0]) in defined]),
-                [input_position[id(value)] for value in worker_graph.inputs],
-                any(node.op == 'from_numpy' for node in worker_graph.nodes),
+                encode_program(program.graph, keep),
+                list(program.inputs),
+                any(node.op == 'from_numpy' for node in program.graph.nodes),
             ))
-        kept_types = [(local, value.shape, value.dtype, value.placement) for value, local in kept]
-        return Plan(programs, kept_types, graph)
+        kept_types = [(local, value.shape, value.dtype, value.placement)
+                      for value, local in zip(graph.outputs, fragment.kept)]
+        return Plan(programs, kept_types, graph, {w: p.graph for w, p in lowered})
 

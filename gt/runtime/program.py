@@ -57,10 +57,14 @@ class Program:
         self.steps = []
         self.first_output_slot = []
         self.locations = []
+        self.moves = set()  # steps that move data: they run even on failed inputs
         slot = self.n_inputs
         for op, in_slots, attrs, n_outputs, location in instructions:
             row = OPS[op]
-            self.steps.append((implementation(row), row.source, in_slots, attrs, n_outputs, op))
+            if row.communication:
+                self.moves.add(len(self.steps))
+            takes_context = row.source or row.communication
+            self.steps.append((implementation(row), takes_context, in_slots, attrs, n_outputs, op))
             self.first_output_slot.append(slot)
             self.locations.append(location)
             slot += n_outputs
@@ -69,7 +73,8 @@ class Program:
         """Return the kept values (in `keep` order) and the reports of ops that failed.
 
         The first runs are interpreted; from the `HOT_RUNS`-th on, a generated function
-        runs the program. Any failure reruns it interpreted, op by op, to find the culprit.
+        runs the program. Any failure reruns it interpreted, op by op, to find the culprit
+        (moves that ran already are not repeated: the context remembers their results).
         """
         self.runs += 1
         if self.generated is None and self.runs >= HOT_RUNS:
@@ -104,7 +109,7 @@ class Program:
             run, source, in_slots, attrs, n_outputs, op = self.steps[index]
             args = [env[s] for s in in_slots]
             failed = next((a for a in args if isinstance(a, Failed)), None)
-            if failed is None:
+            if failed is None or index in self.moves:  # a move tells its peers of failures
                 try:
                     result = run(context, *args, **attrs) if source else run(*args, **attrs)
                     results = [result] if n_outputs == 1 else list(result or ())

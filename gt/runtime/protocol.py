@@ -43,6 +43,15 @@ class Submit:
 
 
 @dataclass(frozen=True)
+class Configure:
+    """The client's signal configs (gt.config.wire_form) and auto-shard threshold (None:
+    off); sent before the first Submit and whenever they change."""
+
+    configs: dict
+    auto_shard_elements: int | None
+
+
+@dataclass(frozen=True)
 class Ping:
     pass
 
@@ -54,9 +63,11 @@ class StatsRequest:
 
 @dataclass(frozen=True)
 class DumpRequest:
-    """Ask for the IR of this client's last fragment, as the passes left it."""
+    """Ask for the IR of this client's last fragment as the passes left it: `form` is
+    'ir' (text), 'workers' (the lowered per-worker programs) or 'dot' (Graphviz)."""
 
     request: int
+    form: str
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,17 @@ class EndSession:
 
 
 @dataclass(frozen=True)
+class Peers:
+    """The worker's own index and every worker's peer socket: `[index, host, endpoints,
+    alive]`; sent whenever a worker joins or is lost. `salt` seeds every worker's random
+    generator for a session alike, so that copies of a random value agree."""
+
+    index: int
+    peers: list
+    salt: int
+
+
+@dataclass(frozen=True)
 class Reregister:
     """From a dispatcher that does not know this worker (it restarted): start afresh."""
 
@@ -135,6 +157,7 @@ class Register:
     device: str
     host: str
     pid: int
+    peer_endpoints: list  # where other workers send it pieces of moves
 
 
 @dataclass(frozen=True)
@@ -166,7 +189,8 @@ class Stats:
 
 MESSAGES = [
     Hello, Submit, Ping, StatsRequest, DumpRequest, Goodbye, KeepAlive, Welcome, Refused, Pong,
-    Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats,
+    Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats, Configure,
+    Peers,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(fields(message)) for message in MESSAGES}

@@ -7,17 +7,21 @@ import socket as sockets
 import threading
 import traceback
 import uuid
+from collections import deque
 from typing import Any
 
 import msgpack
+import zmq
 
 from gt.runtime import shared_memory
 from gt.runtime.engines import make_engine
+from gt.runtime.exchange import PeerExchange
 from gt.runtime.program import Failed, Program
 from gt.runtime.protocol import (
     EndSession,
     Fetched,
     Heartbeat,
+    Peers,
     ProtocolError,
     Register,
     Reregister,
@@ -37,11 +41,14 @@ class Worker:
         name = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'
         self.identity = name.encode()
         self.socket = dealer(endpoint, self.identity)
+        self.exchange = PeerExchange(self.engine, sockets.gethostname())
+        self.backlog: deque = deque()  # dispatcher messages read while waiting for a peer
         self.values: dict[int, dict[int, Any]] = {}
         self.contexts: dict[int, Any] = {}
         self.errors: dict[int, list] = {}
         self.programs: dict[int, Program] = {}
         self.probes_seen: dict[str, bool] = {}
+        self.salt = 0
         self.ops_run = 0
         self.programs_run = 0
         self.handlers = {
@@ -49,6 +56,7 @@ class Worker:
             EndSession: self.end_session,
             StatsRequest: self.report_stats,
             Reregister: self.reregister,
+            Peers: self.peers,
         }
 
     def serve_forever(self) -> None:
@@ -57,20 +65,55 @@ class Worker:
             shared_memory.remove_stale()
         self._register()
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
-        with self.engine.running():
-            while True:
+        try:
+            with self.engine.running():
+                self._serve()
+        finally:
+            self.exchange.close()
+
+    def _serve(self) -> None:
+        while True:
+            if self.backlog:
+                message, frames = self.backlog.popleft()
+            else:
                 try:
                     message, frames = receive(self.socket)
                 except ProtocolError:
                     continue  # the dispatcher never sends these; drop noise rather than die
-                try:
-                    self.handlers[type(message)](message, frames)
-                except Exception:  # a worker outlives any one bad message
-                    traceback.print_exc()
+            try:
+                self.handlers[type(message)](message, frames)
+            except Exception:  # a worker outlives any one bad message
+                traceback.print_exc()
+
+    def _wait_for_peer(self, peer_socket: Any, milliseconds: int) -> bool:
+        """Wait until a piece arrives; meanwhile apply membership news at once (it may end
+        the wait) and keep other dispatcher messages for later."""
+        poller = zmq.Poller()
+        poller.register(peer_socket, zmq.POLLIN)
+        poller.register(self.socket, zmq.POLLIN)
+        ready = dict(poller.poll(milliseconds))
+        if self.socket in ready:
+            try:
+                message, frames = receive(self.socket)
+            except ProtocolError:
+                return False
+            if isinstance(message, Peers):
+                self.peers(message, frames)
+            else:
+                self.backlog.append((message, frames))
+        return peer_socket in ready
+
+    def _move(self, context: Any, value: Any, **attrs: Any) -> Any:
+        return self.exchange.move(context, value, wait=self._wait_for_peer, **attrs)
+
+    def peers(self, message: Peers, frames: list) -> None:
+        self.exchange.set_peers(message.index, message.peers)
+        self.salt = message.salt
 
     def _register(self) -> None:
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
-                                   sockets.gethostname(), os.getpid()))
+                                   sockets.gethostname(), os.getpid(),
+                                   self.exchange.endpoints))
 
     def reregister(self, message: Reregister, frames: list) -> None:
         """The dispatcher restarted: its sessions and program ids are new, drop ours."""
@@ -78,6 +121,7 @@ class Worker:
         self.contexts.clear()
         self.errors.clear()
         self.programs.clear()
+        self.exchange.clear()
         self._register()
 
     def _beat(self) -> None:
@@ -108,10 +152,12 @@ class Worker:
             self.programs[message.program_id] = Program(message.program, self.engine.implementation)
         program = self.programs[message.program_id]
         context = self.contexts.get(message.session) or self.contexts.setdefault(
-            message.session, self.engine.new_context())
+            message.session, self.engine.new_context((self.salt << 16) + message.session))
         context.data = [self.engine.from_wire(dtype, shape, frame.buffer)
                         for (dtype, shape), frame in zip(_data_headers(frames), frames[1:])]
         context.literals = message.literals
+        context.mover, context.session, context.base = self._move, message.session, message.base
+        context.moved = {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals]
         kept, errors = program.run(inputs, context, message.base)
@@ -154,6 +200,7 @@ class Worker:
     def end_session(self, message: EndSession, frames: list) -> None:
         shared_memory.remove_owned(self._owner(message.session))
         self.values.pop(message.session, None)
+        self.exchange.drop_session(message.session)
         self.contexts.pop(message.session, None)
         self.errors.pop(message.session, None)
 
@@ -166,6 +213,8 @@ class Worker:
             'tensors': len(live), 'bytes': sum(self.engine.nbytes(v) for v in live),
             'ops': self.ops_run, 'programs_run': self.programs_run,
             'programs_cached': len(self.programs), 'sessions': len(self.values),
+            'peer_bytes_sent': self.exchange.bytes_sent,
+            'peer_bytes_received': self.exchange.bytes_received,
         }
         send(self.socket, Stats(message.request, [stats], {}))
 

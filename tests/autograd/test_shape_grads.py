@@ -1,8 +1,11 @@
 """Gradients of the shape ops ('reshape', 'transpose', 'permute', 'unsqueeze', 'squeeze',
-'expand', 'cat', 'stack', 'split') against torch, including chunk and unused pieces."""
+'expand', 'cat', 'stack', 'split', 'distribute') against torch, including chunk and unused
+pieces."""
 
 import pytest
 from check import check_vs_torch, lib
+
+import gt
 
 
 @pytest.mark.parametrize('name, fn', [
@@ -77,3 +80,16 @@ def test_chunk():
 
 def test_split_into_one_piece():
     check_vs_torch(lambda x: x.split(5, 0), (3, 2))
+
+
+@pytest.mark.parametrize('axis', [None, 0, 1])
+def test_distribute_copies_and_places_with_the_gradient_of_a_copy(axis):
+    """'distribute' is what gt.signal.tensor records; with a config it shards the copy."""
+    gt.config.clear_configs()
+    if axis is not None:
+        gt.register_config('placed', gt.SignalConfig(shard=gt.ShardConfig(axis=axis)))
+    try:
+        check_vs_torch(lambda x: (gt.signal.tensor(x, name='placed') if isinstance(x, gt.Tensor)
+                                  else x.clone()) * x.exp(), (4, 6))
+    finally:
+        gt.config.clear_configs()

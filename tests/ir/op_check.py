@@ -91,7 +91,7 @@ def check_op(op: str, inputs: list[torch.Tensor], attrs: dict, expected,
 def torch_context(data: list | None = None, seed: int = 0,
                   literals: list | None = None) -> SessionContext:
     """The context a torch worker gives creation ops, seeded and holding `data`."""
-    context = TorchEngine('cpu').new_context()
+    context = TorchEngine('cpu').new_context(0)
     context.generator.manual_seed(seed)
     context.data, context.literals = data or [], literals or []
     return context
@@ -99,7 +99,7 @@ def torch_context(data: list | None = None, seed: int = 0,
 
 def numpy_context(data: list | None = None, seed: int = 0,
                   literals: list | None = None) -> SessionContext:
-    context = NumpyEngine().new_context()
+    context = NumpyEngine().new_context(0)
     context.reseed(seed)
     context.data, context.literals = data or [], literals or []
     return context

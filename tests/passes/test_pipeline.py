@@ -74,6 +74,7 @@ def test_lower_gives_each_worker_its_nodes_and_keeps_locations():
     placed = run_pipeline(graph, OPTIONS)
     programs = lower(placed, OPTIONS)
     assert list(programs) == [1]
-    program = programs[1]
+    program = programs[1].graph
+    assert programs[1].inputs == (0, 1) and programs[1].outputs == (0,)
     assert [node.location for node in program.nodes] == [1, 2]
     torch.testing.assert_close(interpret(verify(program), inputs), interpret(graph, inputs))

@@ -28,7 +28,7 @@ def test_generated_code_matches_the_interpreter_with_attrs_sources_and_multiple_
     interpreted, generated = program(instructions, 2, keep), program(instructions, 2, keep)
     generated.generated = generate(generated.steps, generated.n_inputs, generated.keep)
     x, w = torch.randn(4, 5), torch.randn(5, 3)
-    context = ENGINE.new_context()
+    context = ENGINE.new_context(0)
     context.literals = [2.5]
     expected, errors = interpreted.run([x, w], context, base=0)
     assert errors == [] and interpreted.generated is None  # first run: interpreted
@@ -41,7 +41,7 @@ def test_generated_code_matches_the_interpreter_with_attrs_sources_and_multiple_
 
 def test_programs_become_generated_once_hot():
     p = program([('relu', [0], {}, 1, 0)], 1, [(1, 0)])
-    context = ENGINE.new_context()
+    context = ENGINE.new_context(0)
     p.run([torch.randn(3)], context, 0)
     assert p.generated is None
     p.run([torch.randn(3)], context, 0)
@@ -64,7 +64,7 @@ def test_intermediates_are_deleted_after_their_last_use():
 
 def test_a_failure_in_generated_code_is_reported_for_the_failing_op():
     p = program([('floor_divide', [0, 1], {}, 1, 7), ('neg', [2], {}, 1, 8)], 2, [(3, 1)])
-    context = ENGINE.new_context()
+    context = ENGINE.new_context(0)
     ones, zeros = torch.ones(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64)
     p.run([ones, ones], context, 0)
     p.run([ones, ones], context, 0)

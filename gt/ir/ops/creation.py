@@ -124,9 +124,11 @@ ROWS = [
           random=True),
     OpDef('rand', _random_type('rand'), _torch_random(torch.rand), _numpy_rand, source=True,
           random=True),
-    OpDef('zeros', _of_shape('zeros'), _torch_filled(torch.zeros), _numpy_filled(0), source=True),
-    OpDef('ones', _of_shape('ones'), _torch_filled(torch.ones), _numpy_filled(1), source=True),
-    OpDef('full', _full_type, _torch_full, _numpy_full, source=True),
+    OpDef('zeros', _of_shape('zeros'), _torch_filled(torch.zeros), _numpy_filled(0), source=True,
+          uniform=True),
+    OpDef('ones', _of_shape('ones'), _torch_filled(torch.ones), _numpy_filled(1), source=True,
+          uniform=True),
+    OpDef('full', _full_type, _torch_full, _numpy_full, source=True, uniform=True),
     OpDef('arange', _arange_type, _torch_arange, _numpy_arange, source=True),
     # A Python number used as an operand, as a 0-d tensor of the dtype the op computes in.
     # The number itself travels with the message (slot k of its literals), not in the

@@ -9,6 +9,7 @@ from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked, wanted
 from gt.ir.ops.opdef import OpDef
+from gt.ir.sharding import pointwise
 from gt.ir.type_rules import broadcast_shapes, common_dtype, forbid_bool, require_integral
 
 
@@ -155,6 +156,9 @@ ARITHMETIC = [
     ('floor_divide', torch.floor_divide, np.floor_divide, {'bool_result': False}, None),
     ('remainder', torch.remainder, np.remainder, {'bool_result': False}, _remainder_grad),
 ]
+# How partial sums pass through (see gt.ir.sharding.pointwise): a sum of partial sums is
+# one; so is a partial sum times a whole value.
+LINEARITY = {'add': 'all', 'sub': 'all', 'mul': 'one'}
 COMPARISONS = [
     ('eq', torch.eq, np.equal),
     ('ne', torch.ne, np.not_equal),
@@ -165,19 +169,22 @@ COMPARISONS = [
 ]
 
 ROWS = [
-    *(OpDef(name, _binary(name, **rules), run, _np_promoted(np_run), grad=grad)
+    *(OpDef(name, _binary(name, **rules), run, _np_promoted(np_run), grad=grad,
+            shard=pointwise(LINEARITY.get(name)))
       for name, run, np_run, rules, grad in ARITHMETIC),
-    OpDef('div', _true_division, torch.div, _np_divide, grad=_div_grad),
-    *(OpDef(name, _binary(name, result='bool'), run, _np_promoted(np_run))
+    OpDef('div', _true_division, torch.div, _np_divide, grad=_div_grad,
+          shard=pointwise('first')),
+    *(OpDef(name, _binary(name, result='bool'), run, _np_promoted(np_run), shard=pointwise())
       for name, run, np_run in COMPARISONS),
     OpDef('logical_and', _binary('logical_and', result='bool'), torch.logical_and,
-          lambda a, b: np.asarray(np.logical_and(a, b))),
+          lambda a, b: np.asarray(np.logical_and(a, b)), shard=pointwise()),
     OpDef('logical_or', _binary('logical_or', result='bool'), torch.logical_or,
-          lambda a, b: np.asarray(np.logical_or(a, b))),
-    OpDef('where', _where_type, torch.where, _np_where, grad=_where_grad),
+          lambda a, b: np.asarray(np.logical_or(a, b)), shard=pointwise()),
+    OpDef('where', _where_type, torch.where, _np_where, grad=_where_grad, shard=pointwise()),
     OpDef('bitwise_and', _bitwise('bitwise_and'), torch.bitwise_and,
-          _np_promoted(np.bitwise_and)),
-    OpDef('bitwise_or', _bitwise('bitwise_or'), torch.bitwise_or, _np_promoted(np.bitwise_or)),
+          _np_promoted(np.bitwise_and), shard=pointwise()),
+    OpDef('bitwise_or', _bitwise('bitwise_or'), torch.bitwise_or, _np_promoted(np.bitwise_or),
+          shard=pointwise()),
     OpDef('bitwise_xor', _bitwise('bitwise_xor'), torch.bitwise_xor,
-          _np_promoted(np.bitwise_xor)),
+          _np_promoted(np.bitwise_xor), shard=pointwise()),
 ]

@@ -8,6 +8,7 @@ A basic index is a list of items, `['int', k]`, `['slice', start, stop, step]`,
 import numpy as np
 import torch
 
+from gt.ir import sharding
 from gt.ir.graph import TensorType
 from gt.ir.ops.gradients import reshaped, wanted, zeros_of
 from gt.ir.ops.opdef import OpDef
@@ -224,7 +225,8 @@ def _embedding_grad(emit, inputs, grads):
 
 ROWS = [
     OpDef('getitem', _getitem_type, lambda x, index: x[index_key(index)],
-          lambda x, index: np.asarray(x[index_key(index)]), grad=_getitem_grad),
+          lambda x, index: np.asarray(x[index_key(index)]), grad=_getitem_grad,
+          shard=sharding.axis_map(sharding.index_axis)),
     OpDef('setitem', _setitem_type, _setitem, _np_setitem, grad=_setitem_grad),
     OpDef('gather', _gather_type, lambda x, index, dim: torch.gather(x, dim, index), _np_gather,
           grad=_gather_grad),
@@ -232,7 +234,7 @@ ROWS = [
           lambda x, index, source, dim: torch.scatter_add(x, dim, index, source),
           _np_scatter_add, grad=_scatter_add_grad),
     OpDef('embedding', _embedding_type, torch.embedding, lambda weight, indices: weight[indices],
-          grad=_embedding_grad),
+          grad=_embedding_grad, shard=sharding.embedding),
     OpDef('index_add', _index_add_type,
           lambda x, index, source, dim: torch.index_add(x, dim, index, source), _np_index_add,
           grad=_index_add_grad),

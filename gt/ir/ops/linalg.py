@@ -6,6 +6,7 @@ Unlike elementwise ops, torch.matmul does not promote: both operands must share 
 import numpy as np
 import torch
 
+from gt.ir import sharding
 from gt.ir.graph import TensorType
 from gt.ir.ops.gradients import wanted
 from gt.ir.ops.opdef import OpDef
@@ -67,5 +68,5 @@ def _matmul_grad(emit, inputs, grads):
 
 ROWS = [
     OpDef('matmul', _matmul_type, torch.matmul, lambda a, b: np.asarray(np.matmul(a, b)),
-          grad=_matmul_grad),
+          grad=_matmul_grad, shard=sharding.matmul),
 ]

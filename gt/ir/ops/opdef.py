@@ -37,4 +37,7 @@ class OpDef:
     effects: bool = False  # sends and collectives: never removed or reordered
     random: bool = False  # two calls differ: never merged as common subexpressions
     grad: Callable[..., Any] | None = None
-    shard: Callable[..., Any] | None = None
+    shard: Callable[..., Any] | None = None  # see gt.ir.sharding; None: gather and replicate
+    uniform: bool = False  # a creation op whose every element is alike: a shard is made small
+    communication: bool = False  # moves data between workers; runs with a RunContext
+    placed_by_signal: bool = False  # its output is placed by its signal, as created values are

@@ -11,6 +11,7 @@ from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import expanded, kept_dims, reduced_count, zeros_of
 from gt.ir.ops.opdef import OpDef
+from gt.ir.sharding import along, reduction
 from gt.ir.type_rules import (
     forbid_bool,
     normalize_dim,
@@ -243,24 +244,26 @@ def _log_softmax_grad(emit, inputs, grads, dim):
 ROWS = [
     OpDef('sum', _reduction('sum', _sum_dtype),
           lambda x, dim, keepdim: torch.sum(x, dim=dim, keepdim=keepdim), _np_sum,
-          grad=_sum_grad),
+          grad=_sum_grad, shard=reduction(sums=True, linear=True)),
     OpDef('mean', _reduction('mean', _floating_dtype('mean')),
           lambda x, dim, keepdim: torch.mean(x, dim=dim, keepdim=keepdim), _np_reduce(np.mean),
-          grad=_mean_grad),
+          grad=_mean_grad, shard=reduction(linear=True)),
     OpDef('amax', _reduction('amax', nonempty=True), _amax, _np_reduce(np.amax),
-          grad=_amax_grad),
+          grad=_amax_grad, shard=reduction()),
     OpDef('amin', _reduction('amin', nonempty=True), _amin, _np_reduce(np.amin),
-          grad=_amin_grad),
+          grad=_amin_grad, shard=reduction()),
     OpDef('max_dim', _one_dim('max_dim'), torch.max, _np_extreme(np.max, np.argmax),
-          grad=_max_dim_grad),
+          grad=_max_dim_grad, shard=reduction()),
     OpDef('min_dim', _one_dim('min_dim'), torch.min, _np_extreme(np.min, np.argmin),
-          grad=_min_dim_grad),
-    OpDef('argmax', _arg_type('argmax'), torch.argmax, _np_arg(np.argmax)),
-    OpDef('argmin', _arg_type('argmin'), torch.argmin, _np_arg(np.argmin)),
-    OpDef('var', _variance_type('var'), torch.var, _np_variance(np.var), grad=_var_grad),
-    OpDef('std', _variance_type('std'), torch.std, _np_variance(np.std), grad=_std_grad),
+          grad=_min_dim_grad, shard=reduction()),
+    OpDef('argmax', _arg_type('argmax'), torch.argmax, _np_arg(np.argmax), shard=reduction()),
+    OpDef('argmin', _arg_type('argmin'), torch.argmin, _np_arg(np.argmin), shard=reduction()),
+    OpDef('var', _variance_type('var'), torch.var, _np_variance(np.var), grad=_var_grad,
+          shard=reduction()),
+    OpDef('std', _variance_type('std'), torch.std, _np_variance(np.std), grad=_std_grad,
+          shard=reduction()),
     OpDef('softmax', _normalize_type('softmax'), torch.softmax, _np_softmax,
-          grad=_softmax_grad),
+          grad=_softmax_grad, shard=along()),
     OpDef('log_softmax', _normalize_type('log_softmax'), torch.log_softmax, _np_log_softmax,
-          grad=_log_softmax_grad),
+          grad=_log_softmax_grad, shard=along()),
 ]

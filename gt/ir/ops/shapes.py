@@ -6,6 +6,7 @@ Size lists arrive from the client as lists (msgpack has no tuples); the rules ac
 import numpy as np
 import torch
 
+from gt.ir import sharding
 from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import reshaped, zeros_of
@@ -226,20 +227,25 @@ def _split_grad(emit, inputs, grads, sizes, dim):
 
 ROWS = [
     OpDef('reshape', _reshape_type, torch.reshape,
-          lambda x, shape: np.reshape(x, shape), grad=_reshape_grad),
+          lambda x, shape: np.reshape(x, shape), grad=_reshape_grad,
+          shard=sharding.axis_map(sharding.reshape_axis)),
     OpDef('transpose', _transpose_type, torch.transpose,
           lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1) if x.ndim else x,
-          grad=_transpose_grad),
+          grad=_transpose_grad, shard=sharding.axis_map(sharding.transpose_axis)),
     OpDef('permute', _permute_type, torch.permute, lambda x, dims: np.transpose(x, dims),
-          grad=_permute_grad),
+          grad=_permute_grad, shard=sharding.axis_map(sharding.permute_axis)),
     OpDef('unsqueeze', _unsqueeze_type, torch.unsqueeze, lambda x, dim: np.expand_dims(x, dim),
-          grad=_reshape_grad),
-    OpDef('squeeze', _squeeze_type, _squeeze, _np_squeeze, grad=_reshape_grad),
+          grad=_reshape_grad, shard=sharding.axis_map(sharding.unsqueeze_axis)),
+    OpDef('squeeze', _squeeze_type, _squeeze, _np_squeeze, grad=_reshape_grad,
+          shard=sharding.axis_map(sharding.squeeze_axis)),
     OpDef('expand', _expand_type, lambda x, shape: x.expand(shape),
           lambda x, shape: np.broadcast_to(x, _expanded('expand', x.shape, shape)),
-          grad=_expand_grad),
-    OpDef('cat', _cat_type, lambda *xs, dim: torch.cat(xs, dim), _np_cat, grad=_cat_grad),
+          grad=_expand_grad, shard=sharding.axis_map(sharding.expand_axis)),
+    OpDef('cat', _cat_type, lambda *xs, dim: torch.cat(xs, dim), _np_cat, grad=_cat_grad,
+          shard=sharding.axis_map(sharding.concatenation_axis)),
     OpDef('stack', _stack_type, lambda *xs, dim: torch.stack(xs, dim),
-          lambda *xs, dim: np.stack(arrays.promoted(*xs), axis=dim), grad=_stack_grad),
-    OpDef('split', _split_type, _split, _np_split, grad=_split_grad),
+          lambda *xs, dim: np.stack(arrays.promoted(*xs), axis=dim), grad=_stack_grad,
+          shard=sharding.axis_map(sharding.stack_axis)),
+    OpDef('split', _split_type, _split, _np_split, grad=_split_grad,
+          shard=sharding.axis_map(sharding.concatenation_axis)),
 ]

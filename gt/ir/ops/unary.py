@@ -24,6 +24,7 @@ from gt.ir.graph import TensorType
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked
 from gt.ir.ops.opdef import OpDef
+from gt.ir.sharding import pointwise
 from gt.ir.type_rules import check_dtype, forbid_bool, require_floating, require_integral
 
 
@@ -202,22 +203,26 @@ def _cast_grad(emit, inputs, grads, dtype):
 
 ROWS = [
     OpDef('neg', _numeric('neg'), torch.neg, lambda x: np.asarray(np.negative(x)),
-          grad=_neg_grad),
-    OpDef('abs', _numeric('abs'), torch.abs, lambda x: np.asarray(np.abs(x)), grad=_abs_grad),
+          grad=_neg_grad, shard=pointwise('one')),
+    OpDef('abs', _numeric('abs'), torch.abs, lambda x: np.asarray(np.abs(x)), grad=_abs_grad,
+          shard=pointwise()),
     OpDef('relu', _numeric('relu'), torch.relu,
-          lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype))), grad=_relu_grad),
-    OpDef('sigmoid', _floating, torch.sigmoid, _np_floating(_np_sigmoid), grad=_sigmoid_grad),
-    OpDef('tanh', _floating, torch.tanh, _np_floating(np.tanh), grad=_tanh_grad),
-    OpDef('exp', _floating, torch.exp, _np_floating(np.exp), grad=_exp_grad),
-    OpDef('log', _floating, torch.log, _np_floating(np.log), grad=_log_grad),
-    OpDef('sqrt', _floating, torch.sqrt, _np_floating(np.sqrt), grad=_sqrt_grad),
-    OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu, grad=_gelu_grad),
+          lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype))), grad=_relu_grad,
+          shard=pointwise()),
+    OpDef('sigmoid', _floating, torch.sigmoid, _np_floating(_np_sigmoid), grad=_sigmoid_grad,
+          shard=pointwise()),
+    OpDef('tanh', _floating, torch.tanh, _np_floating(np.tanh), grad=_tanh_grad, shard=pointwise()),
+    OpDef('exp', _floating, torch.exp, _np_floating(np.exp), grad=_exp_grad, shard=pointwise()),
+    OpDef('log', _floating, torch.log, _np_floating(np.log), grad=_log_grad, shard=pointwise()),
+    OpDef('sqrt', _floating, torch.sqrt, _np_floating(np.sqrt), grad=_sqrt_grad, shard=pointwise()),
+    OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu, grad=_gelu_grad,
+          shard=pointwise()),
     OpDef('logical_not', _logical_not_type, torch.logical_not,
-          lambda x: np.asarray(np.logical_not(x))),
+          lambda x: np.asarray(np.logical_not(x)), shard=pointwise()),
     OpDef('bitwise_not', _bitwise_not_type, torch.bitwise_not,
-          lambda x: np.asarray(np.invert(x))),
-    OpDef('clamp', _clamp_type, torch.clamp, _np_clamp, grad=_clamp_grad),
+          lambda x: np.asarray(np.invert(x)), shard=pointwise()),
+    OpDef('clamp', _clamp_type, torch.clamp, _np_clamp, grad=_clamp_grad, shard=pointwise()),
     OpDef('cast', _cast_type,
           lambda x, dtype: x.to(TORCH_DTYPES[dtype]),
-          lambda x, dtype: x.astype(NUMPY_DTYPES[dtype]), grad=_cast_grad),
+          lambda x, dtype: x.astype(NUMPY_DTYPES[dtype]), grad=_cast_grad, shard=pointwise()),
 ]

@@ -1,0 +1,40 @@
+"""Communication ops: the moves that `insert_moves` puts where a value's placement is not
+the one its consumer needs. Each names a pattern (all_gather: shards to whole copies,
+all_reduce: partial sums to whole copies, ...), but all run the same way: the worker's
+RunContext carries out `gt.ir.exchange_plan.plan_exchange` between source and target
+placement, peer to peer. In the global graph a move is `y = all_gather(x)`, its source
+and target placements being the types of x and y; lowering adds them as attrs for the
+workers, where a worker that only sends has no output and one that only receives has no
+input.
+"""
+
+import numpy as np
+import torch
+
+from gt.ir.ops.opdef import OpDef
+from gt.ir.sharding import pointwise
+
+
+def _same_type(types, **attrs):
+    return tuple(types)
+
+
+def _move(ctx, *value, **attrs):
+    return ctx.move(value[0] if value else None, **attrs)
+
+
+# Moves between the same workers, by pattern; `transfer` between different worker sets.
+MOVES = ('shard', 'all_gather', 'all_reduce', 'reduce_scatter', 'all_to_all', 'transfer')
+
+def _distribute_grad(emit, inputs, grads):
+    return [grads[0]]
+
+
+ROWS = [
+    *(OpDef(name, _same_type, _move, _move, effects=True, communication=True)
+      for name in MOVES),
+    # The copy gt.signal.tensor makes: placed by its signal's config, as a created tensor
+    # is; without one, an ordinary copy.
+    OpDef('distribute', _same_type, torch.clone, lambda x: np.array(x), grad=_distribute_grad,
+          shard=pointwise(), placed_by_signal=True),
+]

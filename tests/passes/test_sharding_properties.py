@@ -1,0 +1,124 @@
+"""The property that sharding must never break: random op chains on randomly placed inputs,
+over 1 to 4 workers, give the values the unsharded graph gives (run with torch)."""
+
+import hypothesis.strategies as st
+import torch
+from graph_builder import GraphBuilder
+from hypothesis import HealthCheck, given, settings
+from simulate import run_sharded, run_whole
+
+from gt.ir import Partial, Replicate, Shard
+from gt.passes import PipelineOptions
+
+
+@st.composite
+def placements(draw, shape, workers, partial_ok=True):
+    chosen = tuple(sorted(draw(st.sets(st.sampled_from(workers), min_size=1))))
+    kinds = ['R'] + [axis for axis in range(len(shape))] + (['P'] if partial_ok else [])
+    kind = draw(st.sampled_from(kinds))
+    if isinstance(kind, int):
+        return Shard(kind, chosen)
+    return Partial(chosen) if kind == 'P' else Replicate(chosen)
+
+
+# Each step takes the current value (2-D, shape [rows, cols]) and the builder.
+def _pointwise(b, x, other):
+    return b.emit('add', b.emit('relu', x), other)
+
+
+def _scale(b, x, other):
+    return b.emit('mul', x, b.number(0.5))
+
+
+def _matmul(b, x, other):
+    square = b.emit('matmul', x, b.emit('transpose', other, dim0=0, dim1=1))
+    return b.emit('matmul', square, other)
+
+
+def _sum_rows(b, x, other):
+    return b.emit('expand', b.emit('sum', x, dim=[0], keepdim=True), shape=list(x.shape))
+
+
+def _mean_cols(b, x, other):
+    return b.emit('sub', x, b.emit('mean', x, dim=[1], keepdim=True))
+
+
+def _softmax(b, x, other):
+    return b.emit('softmax', x, dim=1)
+
+
+def _max(b, x, other):
+    return b.emit('maximum', x, b.emit('amax', x, dim=[0], keepdim=True))
+
+
+def _reshape(b, x, other):
+    rows, cols = x.shape
+    flat = b.emit('reshape', x, shape=[rows * cols])
+    return b.emit('reshape', b.emit('exp', b.emit('neg', flat)), shape=[rows, cols])
+
+
+def _cat_slice(b, x, other):
+    both = b.emit('cat', x, other, dim=1)
+    return b.emit('getitem', both, index=[['slice', None, None, None],
+                                          ['slice', 0, x.shape[1], None]])
+
+
+def _where(b, x, other):
+    return b.emit('where', b.emit('gt', x, other), x, b.emit('mul', other, b.number(2.0)))
+
+
+STEPS = [_pointwise, _scale, _matmul, _sum_rows, _mean_cols, _softmax, _max, _reshape,
+         _cat_slice, _where]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_chains_equal_torch_on_any_placement(data):
+    count = data.draw(st.integers(1, 4), label='workers')
+    workers = tuple(range(count))
+    rows, cols = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 5))
+    builder = GraphBuilder()
+    x = builder.input((rows, cols), data.draw(placements((rows, cols), workers)))
+    other = builder.input((rows, cols), data.draw(placements((rows, cols), workers)))
+    steps = data.draw(st.lists(st.sampled_from(STEPS), min_size=1, max_size=5))
+    value = x
+    kept = []
+    for step in steps:
+        value = step(builder, value, other)
+        kept.append(value)
+    graph = builder.graph(*kept)
+    torch.manual_seed(0)
+    inputs = [torch.randn(rows, cols), torch.randn(rows, cols)]
+    options = PipelineOptions(workers, data.draw(st.sampled_from(workers)))
+    expected = run_whole(graph, inputs, literals=builder.literals)
+    actual, placed = run_sharded(graph, options, inputs, literals=builder.literals)
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, msg=lambda m: f'{m}\n{placed}')
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_random_draws_and_creations_do_not_depend_on_placement(data):
+    """Created values (auto-sharded or in a signal scope, uneven shards included) equal
+    torch's for the same seed, however they are placed."""
+    count = data.draw(st.integers(1, 4), label='workers')
+    workers = tuple(range(count))
+    rows = data.draw(st.integers(1, 9))
+    axis = data.draw(st.integers(0, 1))
+    scope_workers = tuple(sorted(data.draw(st.sets(st.sampled_from(workers), min_size=1))))
+    builder = GraphBuilder()
+    scope = data.draw(st.sampled_from([None, 'layer']))
+    drawn = builder.emit('randn', shape=[rows, 3], dtype='float32', scope=scope)
+    noise = builder.emit('rand', shape=[rows, 3], dtype='float32')
+    steps = builder.emit('arange', shape=[rows], dtype='float32', start=1.0, step=0.5,
+                         scope=scope)
+    filled = builder.emit('full', shape=[rows, 3], dtype='float32', value=2.0, scope=scope)
+    column = builder.emit('reshape', steps, shape=[rows, 1])
+    total = builder.emit('add', builder.emit('mul', drawn, filled), column)
+    graph = builder.graph(total, noise, builder.emit('sum', total, dim=None, keepdim=False))
+    options = PipelineOptions(workers, 0, configs=(('layer', axis, scope_workers),),
+                              auto_shard_elements=data.draw(st.sampled_from([None, 1])))
+    expected = run_whole(graph, [], literals=builder.literals)
+    actual, placed = run_sharded(graph, options, [], literals=builder.literals)
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f'{m}\n{placed}')

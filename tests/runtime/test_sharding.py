@@ -1,0 +1,202 @@
+"""Sharding on real processes: 4 workers exchanging shards peer to peer, checked against
+torch; pipelines whose gradients run elsewhere; uneven shards; a worker killed mid-move."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from gt_test_support import Cluster, connected, run_script
+
+import gt
+from gt import ShardConfig, SignalConfig
+from gt.config import clear_configs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope='module')
+def four():
+    """A dispatcher with 4 one-thread workers, shared by this module's tests."""
+    started = Cluster(workers=4)
+    try:
+        started.wait_ready()
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_configs():
+    clear_configs()
+    yield
+    clear_configs()
+
+
+def _placements(ir: str, op: str) -> list[str]:
+    return [line.split('<')[1].split('>')[0] for line in ir.splitlines() if f'= {op}(' in line]
+
+
+@pytest.mark.time_limit(120)
+def test_data_parallel_training_matches_torch_and_moves_go_peer_to_peer(four):
+    gt.register_config('data', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    rng = np.random.default_rng(0)
+    inputs = rng.standard_normal((64, 20)).astype(np.float32)
+    targets = rng.standard_normal((64, 4)).astype(np.float32)
+    reference = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.Tanh(),
+                                    torch.nn.Linear(16, 4))
+    with connected(four.address):
+        model = gt.nn.Sequential(gt.nn.Linear(20, 16), gt.nn.Tanh(), gt.nn.Linear(16, 4))
+        model.load_state_dict(reference.state_dict())
+        optimizer = gt.nn.SGD(model.parameters(), lr=0.1)
+        x, y = gt.from_numpy(inputs), gt.from_numpy(targets)
+        losses = []
+        for _ in range(5):
+            with gt.signal.context('data'):
+                batch, wanted = gt.signal.tensor(x, name='data'), gt.signal.tensor(y, name='data')
+                loss = ((model(batch) - wanted) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        ir = gt.debug.dump_ir(show=False)
+        weights = {name: p.data for name, p in model.state_dict().items()}
+        dispatcher = gt.debug.get_dispatcher_stats()
+        workers = gt.debug.get_worker_stats()
+    expected_losses = []
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for _ in range(5):
+        loss = ((reference(torch.from_numpy(inputs)) - torch.from_numpy(targets)) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        expected_losses.append(loss.item())
+    np.testing.assert_allclose(losses, expected_losses, rtol=1e-5)
+    for name, value in reference.state_dict().items():
+        torch.testing.assert_close(weights[name], value, rtol=1e-5, atol=1e-6)
+    assert 'all_reduce' in ir  # the weight gradients' partial sums
+    assert dispatcher['bytes_relayed'] == 0
+    assert all(w['peer_bytes_sent'] > 0 for w in workers), workers
+
+
+@pytest.mark.time_limit(90)
+def test_uneven_shards_and_auto_sharding(four):
+    gt.register_config('three', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2])))
+    with connected(four.address):
+        gt.manual_seed(3)
+        with gt.signal.context('three'):
+            x = gt.randn(100, 7)  # 34, 34, 32 rows: torch.chunk's split
+            column_sums = x.sum(dim=0)
+            softened = x.softmax(dim=1)
+        ir = gt.debug.dump_ir(show=False, workers=True)
+        gt.manual_seed(3)
+        auto = gt.randn(512, 256)  # big enough, and 512 divides by 4: sharded on axis 0
+        product = auto @ gt.from_numpy(np.eye(256, dtype=np.float32))
+        placed = _placements(gt.debug.dump_ir(show=False), 'matmul')
+        values = x.data, column_sums.data, softened.data, auto.data, product.data
+    torch.manual_seed(3)
+    expected = torch.randn(100, 7)
+    torch.testing.assert_close(values[0], expected)
+    torch.testing.assert_close(values[1], expected.sum(dim=0), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(values[2], expected.softmax(dim=1))
+    assert 'f32[34,7]' in ir and 'f32[32,7]' in ir
+    torch.manual_seed(3)
+    torch.testing.assert_close(values[3], torch.randn(512, 256))
+    torch.testing.assert_close(values[4], values[3], rtol=1e-5, atol=1e-5)
+    assert placed == ['S0@w0,w1,w2,w3']
+
+
+@pytest.mark.time_limit(90)
+def test_pipeline_gradients_run_on_the_backward_workers(four):
+    gt.register_config('stage', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1]),
+                                             backward_signal='stage_backward'))
+    gt.register_config('stage_backward', SignalConfig(shard=ShardConfig(axis=0, workers=[2, 3])))
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal((16, 8)).astype(np.float32)
+    weight = rng.standard_normal((8, 8)).astype(np.float32)
+    with connected(four.address):
+        w = gt.from_numpy(weight).requires_grad_()
+        with gt.signal.context('stage'):
+            x = gt.signal.tensor(gt.from_numpy(data), name='stage')
+            loss = (x @ w).tanh().sum()
+        loss.backward()
+        ir = gt.debug.dump_ir(show=False)
+        grad = w.grad.data
+    reference = torch.from_numpy(weight).requires_grad_()
+    (torch.from_numpy(data) @ reference).tanh().sum().backward()
+    torch.testing.assert_close(grad, reference.grad, rtol=1e-5, atol=1e-5)
+    backward_lines = [line for line in ir.splitlines() if 'signal=stage_backward' in line
+                      and 'insert_moves' not in line]
+    assert backward_lines and all('@w2,w3>' in line for line in backward_lines), ir
+
+
+@pytest.mark.time_limit(90)
+def test_every_op_family_gives_the_same_values_sharded(four):
+    """Each family of sharding rules on sharded operands, against torch."""
+    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0)))
+    gt.register_config('cols', SignalConfig(shard=ShardConfig(axis=1, workers=[1, 3])))
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((12, 6)).astype(np.float32)
+    b = rng.standard_normal((6, 5)).astype(np.float32)
+    with connected(four.address):
+        with gt.signal.context('rows'):
+            left = gt.signal.tensor(gt.from_numpy(a), name='rows')
+        with gt.signal.context('cols'):
+            right = gt.signal.tensor(gt.from_numpy(b), name='cols')
+        results = {
+            'matmul': left @ right, 'contract': left.T @ left, 'mean': left.mean(),
+            'amax': left.amax(dim=0), 'reshape': left.reshape(12, 3, 2).sum(dim=2),
+            'index': left[:, 2:4] * 3, 'transpose': (right.T @ left.T).T,
+            'cat': gt.cat([left, left], dim=1), 'var': left.var(dim=1),
+        }
+        fetched = {name: value.data for name, value in results.items()}
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    expected = {
+        'matmul': ta @ tb, 'contract': ta.T @ ta, 'mean': ta.mean(), 'amax': ta.amax(dim=0),
+        'reshape': ta.reshape(12, 3, 2).sum(dim=2), 'index': ta[:, 2:4] * 3,
+        'transpose': (tb.T @ ta.T).T, 'cat': torch.cat([ta, ta], dim=1), 'var': ta.var(dim=1),
+    }
+    for name, value in expected.items():
+        torch.testing.assert_close(fetched[name], value, rtol=1e-5, atol=1e-5, msg=name)
+
+
+@pytest.mark.time_limit(120)
+def test_a_worker_killed_during_a_move_fails_its_clients_quickly(start_cluster):
+    private = start_cluster(workers=3, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+    with connected(private.address):
+        with gt.signal.context('pair'):
+            x = gt.randn(64, 64)
+        assert x.sum().item() == pytest.approx(x.data.sum().item(), rel=1e-4)
+        stats = gt.debug.get_worker_stats()
+        pid = next(s['pid'] for s in stats if s['index'] == 1)
+        victim = next(w for w in private.workers if w.pid == pid)
+        os.kill(victim.pid, signal.SIGSTOP)  # stalls, so worker 0 waits for its shard
+        threading.Timer(1.0, victim.kill).start()
+        started = time.monotonic()
+        with pytest.raises(gt.WorkerError, match='worker 1'):
+            x.softmax(dim=0).sum().item()  # all_gather of x: worker 0 needs worker 1's rows
+        assert time.monotonic() - started < 10
+        assert (gt.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]  # the survivors serve on
+    assert private.server.poll() is None
+
+
+@pytest.mark.time_limit(150)
+@pytest.mark.parametrize('example', ['signal_demo.py', 'config_from_python.py',
+                                     'simple_auto_shard.py'])
+def test_examples_run(example):
+    result = run_script(f'import runpy; runpy.run_path({os.path.join(ROOT, "examples", example)!r},'
+                        f' run_name="__main__")', timeout=140)
+    assert result.returncode == 0, result.explain()
+
+
+@pytest.mark.time_limit(90)
+def test_simple_auto_shard_against_a_hand_started_server(four):
+    path = os.path.join(ROOT, 'examples', 'simple_auto_shard.py')
+    result = run_script(f'import sys, runpy; sys.argv = [{path!r}, "--distributed", '
+                        f'{four.address!r}]; runpy.run_path({path!r}, run_name="__main__")')
+    assert result.returncode == 0, result.explain()
+    assert '4 worker(s); c = a @ b is placed S0@w0,w1,w2,w3' in result.stdout
