@@ -13,8 +13,9 @@ auto-shard rule; `from_numpy` data is not); anything else lives on the session's
 worker. Numbers (`scalar`) are made wherever they are used.
 
 Then each op runs on a worker set: its signal's workers, or else those of its largest
-input. Inputs from elsewhere keep their kind (a shard stays a shard) on the new set, and
-the op's sharding rule (gt.ir.sharding) says what it needs and what it makes.
+input (of equal ones, the most spread out). Inputs from elsewhere keep their kind (a shard
+stays a shard) on the new set, and the op's sharding rule (gt.ir.sharding) says what it
+needs and what it makes.
 
     before:  %0: f32[8,4] = randn()                   after:  %0: f32[8,4]<S0@w0,w1> = randn()
              %1: f32[8,4] = relu(%0)                          %1: f32[8,4]<S0@w0,w1> = relu(%0)
@@ -27,12 +28,16 @@ from gt.ir.type_rules import numel
 from gt.passes.options import PipelineOptions
 
 
-def is_anywhere(node: Node) -> bool:
-    """A number or other one-element constant: cheaper to make on each worker that uses it
-    than to move."""
+def _anywhere(node: Node, inputs: tuple[Value, ...]) -> bool:
+    """A number or other one-element constant, or a function of such (backward's seed
+    `ones(()).expand(shape)`, say): cheaper to make on each worker that uses it than to
+    move. Such values have no placement until their users are placed."""
     row = OPS[node.op]
-    return (row.source and not row.random and not row.effects and node.op != 'from_numpy'
-            and len(node.outputs) == 1 and numel(node.outputs[0].shape) <= 1)
+    if row.random or row.effects or row.placed_by_signal or len(node.outputs) != 1:
+        return False
+    if inputs:
+        return all(value.placement is None for value in inputs)
+    return row.source and node.op != 'from_numpy' and numel(node.outputs[0].shape) <= 1
 
 
 def kind_of(placement) -> str | int:
@@ -62,6 +67,12 @@ def _seed(node: Node, scope, options: PipelineOptions):
     return Replicate((options.home_worker,))
 
 
+def _weight(value: Value) -> tuple[int, int]:
+    """Which input an op goes to: the biggest, and of equals the most spread out (moving a
+    whole copy to the shards' workers is cheaper than gathering the shards)."""
+    return numel(value.shape), len(value.placement.workers)
+
+
 def _carried(placement, value: Value, workers: tuple[int, ...]) -> str | int:
     """The kind an input keeps when its op runs on `workers`."""
     if placement is None or placement.workers == workers:
@@ -81,7 +92,7 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
         scope = scopes.get(node.scope)
         row = OPS[node.op]
         needed: tuple = ()
-        if is_anywhere(node):
+        if _anywhere(node, inputs):
             outputs = node.outputs  # placed below, where its users are
         elif row.source:
             outputs = tuple(value.placed(_seed(node, scope, options)) for value in node.outputs)
@@ -93,7 +104,7 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
             if scope is not None:
                 workers = scope[1]
             elif known:
-                workers = max(known, key=lambda value: numel(value.shape)).placement.workers
+                workers = max(known, key=_weight).placement.workers
             else:
                 workers = home
             kinds = tuple(_carried(value.placement, value, workers) for value in inputs)
@@ -113,9 +124,15 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
 
 
 def _place_anywhere_values(graph: Graph, home: tuple[int, ...]) -> Graph:
-    """Constants live on every worker that uses them (the home worker if none does)."""
+    """Constants live on every worker that uses them (the home worker if none does); a
+    constant made from constants, on every worker that uses it."""
     users: dict[int, set[int]] = {}
-    for node in graph.nodes:
+    for node in reversed(graph.nodes):
+        if node.outputs and node.outputs[0].placement is None:
+            workers = users.setdefault(id(node.outputs[0]), set()) or set(home)
+            for value in node.inputs:
+                users.setdefault(id(value), set()).update(workers)
+            continue
         for value, needed in zip(node.inputs, node.input_placements):
             if value.placement is None:
                 users.setdefault(id(value), set()).update(needed.workers)
@@ -123,12 +140,13 @@ def _place_anywhere_values(graph: Graph, home: tuple[int, ...]) -> Graph:
     nodes = []
     for node in graph.nodes:
         inputs = tuple(renamed.get(id(value), value) for value in node.inputs)
-        outputs = node.outputs
+        outputs, needed = node.outputs, node.input_placements
         if outputs and outputs[0].placement is None:
-            workers = tuple(sorted(users.get(id(outputs[0]), home)))
-            outputs = (outputs[0].placed(Replicate(workers)),)
+            placement = Replicate(tuple(sorted(users.get(id(outputs[0])) or home)))
+            outputs = (outputs[0].placed(placement),)
             renamed[id(node.outputs[0])] = outputs[0]
+            needed = (placement,) * len(inputs)
         nodes.append(Node(node.op, inputs, outputs, node.attrs, node.scope, node.note,
-                          node.location, node.input_placements))
+                          node.location, needed))
     return graph.replace(nodes=tuple(nodes),
                          outputs=tuple(renamed.get(id(v), v) for v in graph.outputs))

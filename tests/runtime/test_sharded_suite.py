@@ -1,0 +1,21 @@
+"""The API, autograd and gt.nn suites again, on 3 workers with every created tensor
+sharded (uneven shards included): results never depend on placement."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.time_limit(300)
+def test_the_api_suites_pass_with_everything_sharded_over_3_workers():
+    env = dict(os.environ, GT_WORKERS='3', GT_AUTO_SHARD_ELEMENTS='1', GT_WORKER_THREADS='1')
+    result = subprocess.run(
+        [sys.executable, '-m', 'pytest', '-q', '-x', '-p', 'no:cacheprovider',
+         os.path.join(TESTS, 'api'), os.path.join(TESTS, 'autograd'), os.path.join(TESTS, 'nn')],
+        env=env, capture_output=True, text=True, timeout=280, cwd=os.path.dirname(TESTS))
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert ' passed' in result.stdout
