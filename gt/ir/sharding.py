@@ -204,6 +204,17 @@ def matmul(kinds, inputs, outputs, **attrs) -> Decision:
     return None
 
 
+def indexed_along(kinds, inputs, outputs, dim: int, **attrs) -> Decision:
+    """gather and scatter_add along `dim`: with every operand sharded alike on another axis,
+    each worker indexes its own rows."""
+    axis = next((kind for kind in kinds if isinstance(kind, int)), None)
+    if axis is None or axis == normalize_dim('', dim, len(inputs[0].shape)):
+        return None
+    if any(value.shape[axis] != inputs[0].shape[axis] for value in inputs):
+        return None  # an index shorter than the input on that axis: its rows differ
+    return (axis,) * len(inputs), (axis,)
+
+
 def embedding(kinds, inputs, outputs, **attrs) -> Decision:
     """Looking up sharded indices in a whole table gives rows sharded the same way."""
     weight, indices = kinds

@@ -10,7 +10,8 @@ W makes `S(axis)@W` (or `R@W` when the axis is too short); outside any signal, a
 tensor of 2 or more dims whose first dimension divides by the worker count, and that is
 at least `auto_shard_elements` big, is sharded on axis 0 over every worker (the seeds'
 auto-shard rule; `from_numpy` data is not); anything else lives on the session's home
-worker. Numbers (`scalar`) are made wherever they are used.
+worker. Numbers (`scalar`), zeros and other uniform fills, and what is computed from
+numbers alone, are made wherever they are used.
 
 Then each op runs on a worker set: its signal's workers, or else those of its largest
 input (of equal ones, the most spread out). Inputs from elsewhere keep their kind (a shard
@@ -95,7 +96,11 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
         if _anywhere(node, inputs):
             outputs = node.outputs  # placed below, where its users are
         elif row.source:
-            outputs = tuple(value.placed(_seed(node, scope, options)) for value in node.outputs)
+            placement = _seed(node, scope, options) if node.outputs else None
+            if row.uniform and scope is None and placement == Replicate(home):
+                outputs = node.outputs  # zeros and the like: made where they are used
+            else:
+                outputs = tuple(value.placed(placement) for value in node.outputs)
         elif row.placed_by_signal and scope is not None:
             outputs = (node.outputs[0].placed(_seed(node, scope, options)),)
             needed = (outputs[0].placement,)

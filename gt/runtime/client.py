@@ -56,7 +56,7 @@ ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 turns it off.
-AUTO_SHARD_ELEMENTS = int(os.environ.get('GT_AUTO_SHARD_ELEMENTS', '65536'))
+AUTO_SHARD_ELEMENTS = int(os.environ.get('GT_AUTO_SHARD_ELEMENTS', '262144'))
 
 
 class WorkerError(RuntimeError):

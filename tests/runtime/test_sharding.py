@@ -93,9 +93,12 @@ def test_uneven_shards_and_auto_sharding(four):
             softened = x.softmax(dim=1)
         ir = gt.debug.dump_ir(show=False, workers=True)
         gt.manual_seed(3)
-        auto = gt.randn(512, 256)  # big enough, and 512 divides by 4: sharded on axis 0
+        auto = gt.randn(1024, 256)  # big enough, and 1024 divides by 4: sharded on axis 0
+        gt.randn(256, 256)  # too small to be worth it: on one worker
         product = auto @ gt.from_numpy(np.eye(256, dtype=np.float32))
-        placed = _placements(gt.debug.dump_ir(show=False), 'matmul')
+        auto_ir = gt.debug.dump_ir(show=False)
+        placed = _placements(auto_ir, 'matmul')
+        assert _placements(auto_ir, 'randn')[1].count('w') == 1, auto_ir
         values = x.data, column_sums.data, softened.data, auto.data, product.data
     torch.manual_seed(3)
     expected = torch.randn(100, 7)
@@ -104,7 +107,7 @@ def test_uneven_shards_and_auto_sharding(four):
     torch.testing.assert_close(values[2], expected.softmax(dim=1))
     assert 'f32[34,7]' in ir and 'f32[32,7]' in ir
     torch.manual_seed(3)
-    torch.testing.assert_close(values[3], torch.randn(512, 256))
+    torch.testing.assert_close(values[3], torch.randn(1024, 256))
     torch.testing.assert_close(values[4], values[3], rtol=1e-5, atol=1e-5)
     assert placed == ['S0@w0,w1,w2,w3']
 
