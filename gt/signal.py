@@ -3,6 +3,8 @@
 The dispatcher's passes read a node's scope to apply the sharding config of that name.
 """
 
+import os
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -20,6 +22,7 @@ _scopes = _Scopes()
 # Scopes open in any thread. Every op asks for its scope, and most scripts never open
 # one, so the common case must not pay for a thread-local lookup.
 _open_anywhere = 0
+_warned: set[str] = set()  # signals without a config already named under GT_VERBOSE
 
 
 def current_scope() -> str | None:
@@ -47,6 +50,10 @@ def enter(name: str, backward: str | None = None) -> None:
         raise TypeError(f'a signal name must be a non-empty string, got {name!r}')
     if backward is not None and (not isinstance(backward, str) or not backward):
         raise TypeError(f'a backward signal name must be a non-empty string, got {backward!r}')
+    if name not in _warned and config.get_config(name) is None and \
+            os.environ.get('GT_VERBOSE') == '1':
+        _warned.add(name)
+        print(f'gt: signal {name!r} has no config; ops in it run unsharded', file=sys.stderr)
     _scopes.stack.append(name)
     _scopes.backward.append(backward)
     _open_anywhere += 1

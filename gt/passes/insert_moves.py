@@ -15,9 +15,11 @@ target worker holds is cut locally (`shard`, no traffic).
 
 from gt.ir import Graph, Node, Partial, Replicate, Shard, Value
 from gt.ir.placement import Placement, satisfies
+from gt.ir.type_rules import numel
 from gt.passes.options import PipelineOptions
 
 NOTE = 'inserted by insert_moves'
+TWO_STEP_ELEMENTS = 65536  # 256 KiB of float32
 
 
 def move_name(source: Placement, target: Placement) -> str:
@@ -33,6 +35,20 @@ def move_name(source: Placement, target: Placement) -> str:
     return 'transfer'
 
 
+def _steps(value: Value, needed: Placement) -> list[Placement]:
+    """The placements a move goes through. Big partial sums on more than two workers become
+    whole copies in two steps, reduce_scatter then all_gather, as ring all-reduces do:
+    each worker then sends 2(n-1)/n of the value instead of n-1 copies of it. Small ones
+    take one step: there, the number of rounds of messages is what costs."""
+    source = value.placement
+    if (isinstance(source, Partial) and isinstance(needed, Replicate)
+            and source.workers == needed.workers and len(source.workers) > 2
+            and numel(value.shape) >= TWO_STEP_ELEMENTS
+            and value.shape[0] >= len(source.workers)):
+        return [Shard(0, source.workers), needed]
+    return [needed]
+
+
 def insert_moves(graph: Graph, options: PipelineOptions | None = None) -> Graph:
     moved: dict[tuple[int, Placement], Value] = {}
     nodes: list[Node] = []
@@ -45,10 +61,14 @@ def insert_moves(graph: Graph, options: PipelineOptions | None = None) -> Graph:
             if not satisfies(value.placement, needed):
                 key = (id(value), needed)
                 if key not in moved:
-                    moved[key] = value.placed(needed)
-                    nodes.append(Node(move_name(value.placement, needed), (value,),
-                                      (moved[key],), {}, node.scope, NOTE, node.location,
-                                      (value.placement,)))
+                    source = value
+                    for step in _steps(value, needed):
+                        target = source.placed(step)
+                        nodes.append(Node(move_name(source.placement, step), (source,),
+                                          (target,), {}, node.scope, NOTE, node.location,
+                                          (source.placement,)))
+                        source = target
+                    moved[key] = source
                 value = moved[key]
             inputs.append(value)
         if tuple(inputs) != node.inputs:

@@ -97,3 +97,17 @@ def test_signal_tensor_copies_into_its_signals_placement():
     assert placed.outputs[0].placement == Shard(0, (0, 1, 2))
     assert [node.op for node in placed.nodes] == ['transfer', 'distribute']
     torch.testing.assert_close(actual[0], inputs[0])
+
+
+def test_big_partial_sums_on_many_workers_all_reduce_in_two_steps():
+    b = GraphBuilder()
+    big = b.input((512, 256), Partial((0, 1, 2)))
+    small = b.input((16, 4), Partial((0, 1, 2)))
+    outputs = b.emit('exp', big), b.emit('exp', small)
+    options = PipelineOptions((0, 1, 2), 0)
+    inputs = [torch.randn(512, 256), torch.randn(16, 4)]
+    actual, placed = run_sharded(b.graph(*outputs), options, inputs)
+    assert [node.op for node in placed.nodes] == [
+        'reduce_scatter', 'all_gather', 'exp', 'all_reduce', 'exp']
+    for got, want in zip(actual, run_whole(b.graph(*outputs), inputs)):
+        torch.testing.assert_close(got, want)

@@ -40,32 +40,40 @@ def _placements(ir: str, op: str) -> list[str]:
     return [line.split('<')[1].split('>')[0] for line in ir.splitlines() if f'= {op}(' in line]
 
 
-@pytest.mark.time_limit(120)
-def test_data_parallel_training_matches_torch_and_moves_go_peer_to_peer(four):
-    gt.register_config('data', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
-    rng = np.random.default_rng(0)
-    inputs = rng.standard_normal((64, 20)).astype(np.float32)
-    targets = rng.standard_normal((64, 4)).astype(np.float32)
-    reference = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.Tanh(),
-                                    torch.nn.Linear(16, 4))
-    with connected(four.address):
+def _train(address: str, reference: torch.nn.Module, inputs, targets, sharded: bool):
+    """Five SGD steps of `reference`'s twin in GT, data-parallel over 4 workers or on one."""
+    with connected(address):
         model = gt.nn.Sequential(gt.nn.Linear(20, 16), gt.nn.Tanh(), gt.nn.Linear(16, 4))
         model.load_state_dict(reference.state_dict())
         optimizer = gt.nn.SGD(model.parameters(), lr=0.1)
         x, y = gt.from_numpy(inputs), gt.from_numpy(targets)
         losses = []
         for _ in range(5):
-            with gt.signal.context('data'):
+            with gt.signal.context('data' if sharded else 'none'):
                 batch, wanted = gt.signal.tensor(x, name='data'), gt.signal.tensor(y, name='data')
                 loss = ((model(batch) - wanted) ** 2).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-        ir = gt.debug.dump_ir(show=False)
         weights = {name: p.data for name, p in model.state_dict().items()}
-        dispatcher = gt.debug.get_dispatcher_stats()
-        workers = gt.debug.get_worker_stats()
+        return (losses, weights, gt.debug.dump_ir(show=False), gt.debug.get_dispatcher_stats(),
+                gt.debug.get_worker_stats())
+
+
+@pytest.mark.time_limit(120)
+def test_data_parallel_training_matches_one_worker_and_torch(four, monkeypatch):
+    rng = np.random.default_rng(0)
+    inputs = rng.standard_normal((64, 20)).astype(np.float32)
+    targets = rng.standard_normal((64, 4)).astype(np.float32)
+    reference = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.Tanh(),
+                                    torch.nn.Linear(16, 4))
+    monkeypatch.setenv('GT_AUTO_SHARD', '0')
+    alone, alone_weights, alone_ir, _, _ = _train(four.address, reference, inputs, targets,
+                                                  sharded=False)
+    gt.register_config('data', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    losses, weights, ir, dispatcher, workers = _train(four.address, reference, inputs, targets,
+                                                      sharded=True)
     expected_losses = []
     optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
     for _ in range(5):
@@ -74,9 +82,12 @@ def test_data_parallel_training_matches_torch_and_moves_go_peer_to_peer(four):
         loss.backward()
         optimizer.step()
         expected_losses.append(loss.item())
+    np.testing.assert_allclose(losses, alone, rtol=1e-5)
     np.testing.assert_allclose(losses, expected_losses, rtol=1e-5)
     for name, value in reference.state_dict().items():
+        torch.testing.assert_close(weights[name], alone_weights[name], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(weights[name], value, rtol=1e-5, atol=1e-6)
+    assert 'insert_moves' not in alone_ir and '@w0,w1,w2,w3>' not in alone_ir
     assert 'all_reduce' in ir  # the weight gradients' partial sums
     assert dispatcher['bytes_relayed'] == 0
     assert all(w['peer_bytes_sent'] > 0 for w in workers), workers
@@ -203,3 +214,29 @@ def test_simple_auto_shard_against_a_hand_started_server(four):
                         f'{four.address!r}]; runpy.run_path({path!r}, run_name="__main__")')
     assert result.returncode == 0, result.explain()
     assert '4 worker(s); c = a @ b is placed S0@w0,w1,w2,w3' in result.stdout
+
+
+@pytest.mark.time_limit(90)
+def test_view_ir_draws_one_cluster_per_worker_with_moves_in_red(four, tmp_path):
+    pytest.importorskip('shutil').which('dot') or pytest.skip("Graphviz's dot is not installed")
+    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2])))
+    with connected(four.address):
+        with gt.signal.context('rows'):
+            x = gt.randn(12, 6)
+        weight = gt.from_numpy(np.ones((6, 3), dtype=np.float32))
+        total = (x @ weight).relu().sum()
+        picture = gt.debug.view_ir(str(tmp_path / 'step.svg'))
+        png = gt.debug.view_ir(str(tmp_path / 'step.png'))
+        source = gt.debug.view_ir(str(tmp_path / 'step.dot'))
+        with pytest.raises(ValueError, match='format'):
+            gt.debug.view_ir(str(tmp_path / 'step.txt'))
+        assert total.item() == pytest.approx(np.maximum(x.numpy() @ np.ones((6, 3)), 0).sum(),
+                                             rel=1e-4)
+    svg = open(picture).read()
+    assert svg.lstrip().startswith(('<?xml', '<svg', '<!DOCTYPE'))
+    for worker in range(3):
+        assert f'worker {worker}' in svg
+    assert open(png, 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
+    dot = open(source).read()
+    assert 'color="#d93025"' in dot  # the transfer of the weight from its home worker
+    assert 'S0@w0,w1,w2' in dot
