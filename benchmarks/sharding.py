@@ -7,14 +7,18 @@
 3. Data-parallel training of a small MLP on 4 workers against 1: time per step.
 4. Where auto-sharding starts to pay: a created tensor times a whole weight, summed, at
    several sizes, sharded over 2 workers and not.
+5. The transport alone: an all_reduce of 16 MiB between 2 processes with GT's peer
+   exchange (ZeroMQ) and with a torch.distributed gloo process group.
 
 Local servers are started here, each worker with one thread (GT_WORKER_THREADS=1).
 """
 
 import os
+import socket
 import statistics
 import sys
 import time
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -138,6 +142,68 @@ def auto_shard_sizes() -> list[tuple[int, float, float]]:
     return rows
 
 
+def _gloo_all_reduce(rank: int, port: int, results) -> None:
+    import torch.distributed as dist
+
+    store = dist.TCPStore('127.0.0.1', port, 2, rank == 0, timeout=timedelta(seconds=30))
+    group = dist.ProcessGroupGloo(dist.PrefixStore('bench', store), rank, 2,
+                                  timedelta(seconds=30))
+    x = torch.randn(4096, 1024)
+    seconds = median_seconds(lambda: group.allreduce([x]).wait(), repeats=10)
+    if rank == 0:
+        results.put(seconds)
+
+
+class _Run:
+    """The context a worker's program gives a move: one per run, so tags never repeat."""
+
+    def __init__(self, run: int):
+        self.session, self.base, self.moved = 0, run, {}
+
+
+def _exchange_all_reduce(rank: int, endpoints, results) -> None:
+    from gt.runtime.engines import TorchEngine
+    from gt.runtime.exchange import PeerExchange
+
+    exchange = PeerExchange(TorchEngine('cpu'), socket.gethostname())
+    endpoints[rank] = exchange.endpoints
+    while len(endpoints) < 2:
+        time.sleep(0.01)
+    exchange.set_peers(rank, [[i, socket.gethostname(), endpoints[i], True] for i in range(2)])
+    x = torch.randn(4096, 1024)
+    runs = iter(range(1 << 30))
+
+    def all_reduce():
+        exchange.move(_Run(next(runs)), x, ['P', [0, 1]], ['R', [0, 1]], [4096, 1024],
+                      'float32', 0, wait=lambda peer_socket, ms: bool(peer_socket.poll(ms)))
+    seconds = median_seconds(all_reduce, repeats=10)
+    if rank == 0:
+        results.put(seconds)
+    time.sleep(0.5)  # the other side may still wait for this side's last piece
+    exchange.close()
+
+
+def transports() -> tuple[float, float]:
+    import torch.multiprocessing as multiprocessing
+
+    spawn = multiprocessing.get_context('spawn')
+    results = spawn.Queue()
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    timings = []
+    for target, argument in ((_gloo_all_reduce, port), (_exchange_all_reduce,
+                                                        spawn.Manager().dict())):
+        processes = [spawn.Process(target=target, args=(rank, argument, results))
+                     for rank in range(2)]
+        for process in processes:
+            process.start()
+        timings.append(results.get(timeout=120))
+        for process in processes:
+            process.join(30)
+    return timings[0], timings[1]
+
+
 def main() -> int:
     one, two = matmul_chain(1), matmul_chain(2)
     print(f'data-parallel matmul chain (2048x512 @ 8 x 512x512): 1 worker {one * 1e3:7.1f} ms, '
@@ -155,6 +221,9 @@ def main() -> int:
     for elements, whole, sharded in auto_shard_sizes():
         print(f'  {elements:>8} elements: on 1 worker {whole * 1e3:6.2f} ms, sharded over 2 '
               f'{sharded * 1e3:6.2f} ms ({whole / sharded:4.2f}x)')
+    gloo, exchange = transports()
+    print(f'all_reduce of 16 MiB between 2 processes: GT peer exchange {exchange * 1e3:5.1f} ms, '
+          f'torch.distributed gloo {gloo * 1e3:5.1f} ms ({exchange / gloo:4.2f}x)')
     return 0
 
 

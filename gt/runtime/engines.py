@@ -78,6 +78,14 @@ class TorchEngine:
             tensor = tensor.view(torch.bfloat16)
         return tensor.to(self.device)
 
+    def adopt(self, dtype: str, shape: list[int], buffer: memoryview) -> torch.Tensor:
+        """A tensor over a received buffer, not a copy of it (on the CPU): the message
+        belongs to this worker alone, and the tensor keeps it alive."""
+        tensor = torch.from_numpy(np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape))
+        if dtype == 'bfloat16':
+            tensor = tensor.view(torch.bfloat16)
+        return tensor.to(self.device)
+
     def to_wire(self, tensor: torch.Tensor) -> tuple[str, list[int], Any]:
         dtype = DTYPE_NAMES[tensor.dtype]
         tensor = tensor.detach().to('cpu').contiguous()
@@ -117,6 +125,9 @@ class NumpyEngine:
         if dtype == 'bfloat16':
             raise TypeError('the numpy engine has no bfloat16')
         return np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape).copy()
+
+    def adopt(self, dtype: str, shape: list[int], buffer: memoryview) -> np.ndarray:
+        return np.frombuffer(buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape)
 
     def to_wire(self, array: Any) -> tuple[str, list[int], Any]:
         array = np.require(np.asarray(array), requirements='C')  # keeps 0-d arrays 0-d

@@ -227,7 +227,7 @@ class PeerExchange(Mover):
         if report is not None:
             return Failed(report)
         self.bytes_received += len(frame.buffer)
-        return self.engine.from_wire(dtype, shape, frame.buffer)
+        return self.engine.adopt(dtype, shape, frame.buffer)
 
     def _take_arrivals(self) -> None:
         while True:
