@@ -213,6 +213,7 @@ class Worker:
             'tensors': len(live), 'bytes': sum(self.engine.nbytes(v) for v in live),
             'ops': self.ops_run, 'programs_run': self.programs_run,
             'programs_cached': len(self.programs), 'sessions': len(self.values),
+            'peer_endpoints': self.exchange.endpoints,
             'peer_bytes_sent': self.exchange.bytes_sent,
             'peer_bytes_received': self.exchange.bytes_received,
         }

@@ -240,3 +240,43 @@ def test_view_ir_draws_one_cluster_per_worker_with_moves_in_red(four, tmp_path):
     dot = open(source).read()
     assert 'color="#d93025"' in dot  # the transfer of the weight from its home worker
     assert 'S0@w0,w1,w2' in dot
+
+
+@pytest.mark.time_limit(90)
+def test_a_failed_shard_fails_the_move_with_the_ops_error_not_a_hang(four):
+    """Worker 1's rows divide by zero; the gather that needs them reports that op."""
+    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+    numerators = np.arange(8, dtype=np.int64).reshape(4, 2)
+    divisors = np.array([[1, 1], [1, 1], [0, 1], [1, 1]], dtype=np.int64)
+    with connected(four.address):
+        with gt.signal.context('rows'):
+            top = gt.signal.tensor(gt.from_numpy(numerators), name='rows')
+            bottom = gt.signal.tensor(gt.from_numpy(divisors), name='rows')
+        quotient = top // bottom
+        gathered = quotient.amax(dim=0)  # amax over the sharded axis gathers the rows
+        with pytest.raises(gt.WorkerError, match='floor_divide') as raised:
+            gathered.tolist()
+        assert 'test_sharding.py' in str(raised.value)
+        assert (top + 1).amax(dim=0).tolist() == [7, 8]  # the session goes on
+
+
+@pytest.mark.time_limit(90)
+def test_garbage_on_the_peer_sockets_is_dropped(four):
+    import zmq
+
+    with connected(four.address):
+        endpoints = [w['peer_endpoints'][0] for w in gt.debug.get_worker_stats()]
+        context = zmq.Context.instance()
+        for endpoint in endpoints:
+            stranger = context.socket(zmq.DEALER)
+            stranger.connect(endpoint)
+            stranger.send(b'hello')
+            stranger.send_multipart([b'\xc1\xff', b'junk'])
+            stranger.send_multipart([b'\x93\x01\x02\x03', b'x' * 10])
+            stranger.close(linger=500)
+        gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0)))
+        with gt.signal.context('rows'):
+            x = gt.signal.tensor(gt.from_numpy(np.arange(16, dtype=np.float32).reshape(8, 2)),
+                                 name='rows')
+        assert x.amax(dim=0).tolist() == [14.0, 15.0]
+    assert four.server.poll() is None and all(w.poll() is None for w in four.workers)
