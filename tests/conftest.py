@@ -222,16 +222,23 @@ class Cluster:
         shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
-@pytest.fixture(scope='session')
-def cluster():
-    """One dispatcher and two torch workers, shared by the whole session. Tests must not
-    break it; a test that kills processes starts its own with `start_cluster`."""
-    started = Cluster(workers=2)
+@contextlib.contextmanager
+def running_cluster(workers: int = 2):
+    """A ready cluster for the block (for fixtures shared by a session or a module)."""
+    started = Cluster(workers=workers)
     try:
         started.wait_ready()
         yield started
     finally:
         started.stop()
+
+
+@pytest.fixture(scope='session')
+def cluster():
+    """One dispatcher and two torch workers, shared by the whole session. Tests must not
+    break it; a test that kills processes starts its own with `start_cluster`."""
+    with running_cluster(2) as started:
+        yield started
 
 
 @pytest.fixture

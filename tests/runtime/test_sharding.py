@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from gt_test_support import Cluster, connected, run_script
+from gt_test_support import connected, run_script, running_cluster
 
 import gt
 from gt import ShardConfig, SignalConfig
@@ -21,12 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture(scope='module')
 def four():
     """A dispatcher with 4 one-thread workers, shared by this module's tests."""
-    started = Cluster(workers=4)
-    try:
-        started.wait_ready()
+    with running_cluster(4) as started:
         yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture(autouse=True)
