@@ -225,7 +225,9 @@ class Tensor(MathMethods, ShapeMethods):
         return self._rebind(creation('full', self._type.shape, self._type.dtype, value=value))
 
     def copy_(self, source: 'Tensor') -> 'Tensor':
-        return self._rebind(as_tensor(source).to(self.dtype).expand(*self._type.shape))
+        """The values of `source`, placed where this tensor's were (torch keeps the device)."""
+        values = as_tensor(source).to(self.dtype).expand(*self._type.shape)
+        return self._rebind(apply('copy_into', [self, values]))
 
     def _rebind(self, new: 'Tensor') -> 'Tensor':
         if self.requires_grad and self.is_leaf and grad_mode.enabled:

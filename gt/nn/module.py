@@ -256,11 +256,9 @@ class Module:
                 if name not in state_dict:
                     continue
                 value = state_dict[name]
-                if isinstance(value, Tensor):
-                    new = value.to(target.dtype).clone()
-                else:
-                    new = make_tensor(value, dtype=target.dtype)
-                target._rebind(new)
+                if not isinstance(value, Tensor):
+                    value = make_tensor(value, dtype=target.dtype)
+                target.copy_(value)  # keeps the parameter's placement
         return IncompatibleKeys(missing, unexpected)
 
     # ---- printing ------------------------------------------------------------------------

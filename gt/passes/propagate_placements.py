@@ -13,10 +13,10 @@ auto-shard rule; `from_numpy` data is not); anything else lives on the session's
 worker. Numbers (`scalar`), zeros and other uniform fills, and what is computed from
 numbers alone, are made wherever they are used.
 
-Then each op runs on a worker set: its signal's workers, or else those of its largest
-input (of equal ones, the most spread out). Inputs from elsewhere keep their kind (a shard
-stays a shard) on the new set, and the op's sharding rule (gt.ir.sharding) says what it
-needs and what it makes.
+Then each op runs on a worker set: its signal's workers, or else those of the input for
+which the fewest elements move, less the work that running there spreads out. Inputs
+from elsewhere keep their kind (a shard stays a shard) on the new set, and the op's
+sharding rule (gt.ir.sharding) says what it needs and what it makes.
 
     before:  %0: f32[8,4] = randn()                   after:  %0: f32[8,4]<S0@w0,w1> = randn()
              %1: f32[8,4] = relu(%0)                          %1: f32[8,4]<S0@w0,w1> = relu(%0)
@@ -68,10 +68,23 @@ def _seed(node: Node, scope, options: PipelineOptions):
     return Replicate((options.home_worker,))
 
 
-def _weight(value: Value) -> tuple[int, int]:
-    """Which input an op goes to: the biggest, and of equals the most spread out (moving a
-    whole copy to the shards' workers is cheaper than gathering the shards)."""
-    return numel(value.shape), len(value.placement.workers)
+def _choose_workers(known: list[Value], outputs: tuple[Value, ...]) -> tuple[int, ...]:
+    """Where an op with no signal runs: on the worker set of one of its inputs, the one
+    that moves the fewest elements less the work it spreads (an output element computed
+    on n workers costs each 1/n): big operands stay put, and spread-out work stays spread
+    out unless that means moving more than it saves."""
+    work = sum(numel(value.shape) for value in outputs)
+
+    def cost(workers: tuple[int, ...]) -> tuple[float, int]:
+        moved = sum(numel(value.shape) for value in known
+                    if not _holds(value.placement, workers))
+        return moved - work * (1 - 1 / len(workers)), -len(workers)
+    return min(dict.fromkeys(value.placement.workers for value in known), key=cost)
+
+
+def _holds(placement, workers: tuple[int, ...]) -> bool:
+    return placement.workers == workers or (
+        isinstance(placement, Replicate) and set(workers) <= set(placement.workers))
 
 
 def _carried(placement, value: Value, workers: tuple[int, ...]) -> str | int:
@@ -109,7 +122,7 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
             if scope is not None:
                 workers = scope[1]
             elif known:
-                workers = max(known, key=_weight).placement.workers
+                workers = _choose_workers(known, node.outputs)
             else:
                 workers = home
             kinds = tuple(_carried(value.placement, value, workers) for value in inputs)

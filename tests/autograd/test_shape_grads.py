@@ -1,6 +1,6 @@
 """Gradients of the shape ops ('reshape', 'transpose', 'permute', 'unsqueeze', 'squeeze',
-'expand', 'cat', 'stack', 'split', 'distribute') against torch, including chunk and unused
-pieces."""
+'expand', 'cat', 'stack', 'split', 'distribute', 'copy_into') against torch, including
+chunk and unused pieces."""
 
 import pytest
 from check import check_vs_torch, lib
@@ -93,3 +93,11 @@ def test_distribute_copies_and_places_with_the_gradient_of_a_copy(axis):
                                   else x.clone()) * x.exp(), (4, 6))
     finally:
         gt.config.clear_configs()
+
+
+def test_copy_into_gives_the_source_the_gradient_and_the_old_value_none():
+    def fn(a, b):
+        c = a * 2
+        c.copy_(b)
+        return c * a
+    check_vs_torch(fn, (3, 4), (3, 4))

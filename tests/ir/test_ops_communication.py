@@ -45,3 +45,18 @@ def test_each_move_delivers_each_worker_its_part(name, source, target, shape):
     assert [node.op for node in placed.nodes] == [name, 'distribute']
     assert placed.outputs[0].placement == target
     torch.testing.assert_close(result, value, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize('destination', [Shard(0, (1, 2)), Shard(1, (0, 1, 2, 3)),
+                                         Replicate((3,)), Partial((0, 1))])
+def test_copy_into_takes_the_sources_values_and_the_destinations_placement(destination):
+    builder = GraphBuilder()
+    old = builder.input((8, 6), destination)
+    new = builder.input((8, 6), Replicate((0,)))
+    copied = builder.emit('copy_into', old, new)
+    values = [torch.randn(8, 6), torch.randn(8, 6)]
+    (result,), placed = run_sharded(builder.graph(copied), PipelineOptions((0, 1, 2, 3), 0),
+                                    values)
+    expected = destination if not isinstance(destination, Partial) else Replicate((0, 1))
+    assert placed.outputs[0].placement == expected
+    torch.testing.assert_close(result, values[1])

@@ -276,3 +276,36 @@ def test_garbage_on_the_peer_sockets_is_dropped(four):
                                  name='rows')
         assert x.amax(dim=0).tolist() == [14.0, 15.0]
     assert four.server.poll() is None and all(w.poll() is None for w in four.workers)
+
+
+@pytest.mark.time_limit(90)
+def test_sharded_parameters_are_updated_where_their_shards_live(four):
+    """A layer made under a signal has its weight sharded by rows; Adam's state and update
+    stay on those shards, and the training equals torch's."""
+    gt.register_config('model', SignalConfig(shard=ShardConfig(axis=0, workers=[1, 2])))
+    reference = torch.nn.Linear(12, 6)
+    data = np.random.default_rng(4).standard_normal((5, 12)).astype(np.float32)
+    with connected(four.address):
+        with gt.signal.context('model'):
+            layer = gt.nn.Linear(12, 6)
+        layer.load_state_dict(reference.state_dict())
+        optimizer = gt.nn.Adam(layer.parameters(), lr=0.01)
+        x = gt.from_numpy(data)
+        for _ in range(3):
+            loss = layer(x).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        ir = gt.debug.dump_ir(show=False)
+        weight = layer.weight.data
+    optimizer = torch.optim.Adam(reference.parameters(), lr=0.01)
+    for _ in range(3):
+        loss = reference(torch.from_numpy(data)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    torch.testing.assert_close(weight, reference.weight.detach(), rtol=1e-5, atol=1e-6)
+    header = ir.splitlines()[0]
+    assert header.count('f32[6,12]<S0@w1,w2>') == 3, header  # weight, exp_avg, exp_avg_sq
+    updated = [line for line in ir.splitlines() if line.split(' = ')[0].endswith('f32[6,12]')]
+    assert all('<S0@w1,w2>' in line or 'insert_moves' in line for line in updated)

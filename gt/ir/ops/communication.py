@@ -30,6 +30,25 @@ def _distribute_grad(emit, inputs, grads):
     return [grads[0]]
 
 
+def _copy_into_type(types):
+    destination, source = types
+    if tuple(source) != tuple(destination):
+        raise ValueError(f'copy_into: the source {source} must already have the type of the '
+                         f'destination {destination}')
+    return (destination,)
+
+
+def _like_destination(kinds, inputs, outputs, **attrs):
+    """`copy_`: the new value is placed as the one it replaces (as torch keeps the device)."""
+    if kinds[0] == 'P':
+        return None
+    return (kinds[0], kinds[0]), (kinds[0],)
+
+
+def _copy_into_grad(emit, inputs, grads):
+    return [None, grads[0]]
+
+
 ROWS = [
     *(OpDef(name, _same_type, _move, _move, effects=True, communication=True)
       for name in MOVES),
@@ -37,4 +56,8 @@ ROWS = [
     # is; without one, an ordinary copy.
     OpDef('distribute', _same_type, torch.clone, lambda x: np.array(x), grad=_distribute_grad,
           shard=pointwise(), placed_by_signal=True),
+    # `x.copy_(y)` and load_state_dict: y's values where x was.
+    OpDef('copy_into', _copy_into_type, lambda destination, source: source.clone(),
+          lambda destination, source: np.array(source), grad=_copy_into_grad,
+          shard=_like_destination),
 ]
