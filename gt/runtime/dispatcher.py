@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 import zmq
 
-from gt.ir import Partial, Replicate, format_graph
+from gt.ir import Replicate, format_graph
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime.fragment import FragmentError
@@ -166,18 +166,8 @@ class Dispatcher:
 
     def configure(self, identity: bytes, message: Configure, frames: list) -> None:
         session = self.sessions.get(identity)
-        if session is None:
-            return
-        configs = []
-        for name, spec in dict(message.configs).items():
-            axis, workers = spec[0], spec[1]
-            if not isinstance(name, str) or (axis is not None and not isinstance(axis, int)):
-                continue
-            workers = tuple(w for w in workers if isinstance(w, int)) if workers else None
-            configs.append((name, axis, workers))
-        threshold = message.auto_shard_elements
-        session.configs = tuple(sorted(configs, key=lambda config: config[0]))
-        session.auto_shard_elements = threshold if isinstance(threshold, int) else None
+        if session is not None:
+            session.configure(message.configs, message.auto_shard_elements)
 
     def submit(self, identity: bytes, message: Submit, frames: list) -> None:
         session = self.sessions.get(identity)
@@ -432,19 +422,7 @@ class Dispatcher:
         if pending.is_stats:
             return self._send(pending.identity, Stats(pending.request, pending.stats,
                                                       self._own_stats(session)))
-        tensors, frames = [], []
-        for layout, pieces, piece_frames in zip(pending.layouts, pending.tensors,
-                                                pending.frames):
-            headers = [pieces.get(piece) for piece in range(len(pieces))]
-            if not pieces or None in headers:
-                tensors.append(None)  # the error that explains it is in `errors`
-                continue
-            frames += [piece_frames[p] for p in range(len(pieces)) if piece_frames[p] is not None]
-            if len(headers) == 1:
-                tensors.append(headers[0])
-            else:  # the client joins the pieces: shards in order, or partial sums added up
-                axis = None if isinstance(layout, Partial) else layout.axis
-                tensors.append({'axis': axis, 'pieces': headers})
+        tensors, frames = pending.joined()
         self._send(pending.identity, Fetched(pending.request, tensors, errors), frames)
 
     def _reply_error(self, session: Session, client_request: int) -> None:

@@ -5,6 +5,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from gt.ir import Partial
+
 
 @dataclass
 class WorkerHandle:
@@ -34,6 +36,24 @@ class Session:
     configs: tuple = ()  # (signal name, shard axis, workers), as PipelineOptions takes them
     auto_shard_elements: int | None = None
 
+    def configure(self, configs: object, auto_shard_elements: object) -> None:
+        """Take the client's signal configs (gt.config.wire_form); malformed entries, which
+        GT's own client never sends, are skipped."""
+        kept = []
+        for name, spec in (configs.items() if isinstance(configs, dict) else ()):
+            try:
+                axis, workers = spec[0], spec[1]
+                if not isinstance(name, str) or not (axis is None or (
+                        isinstance(axis, int) and not isinstance(axis, bool) and axis >= 0)):
+                    continue
+                workers = tuple(w for w in workers if isinstance(w, int)) if workers else None
+            except (TypeError, IndexError, KeyError):
+                continue
+            kept.append((name, axis, workers))
+        self.configs = tuple(sorted(kept, key=lambda config: config[0]))
+        self.auto_shard_elements = (auto_shard_elements if isinstance(auto_shard_elements, int)
+                                    else None)
+
 
 @dataclass
 class PendingRequest:
@@ -49,3 +69,21 @@ class PendingRequest:
     frames: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     stats: list = field(default_factory=list)
+
+    def joined(self) -> tuple[list, list]:
+        """The reply's headers and frames: a value whose pieces came from several workers
+        is sent as its pieces, for the client to join (shards in order, partial sums
+        added up); a value with a piece missing has no header (its error explains it)."""
+        tensors, frames = [], []
+        for layout, pieces, piece_frames in zip(self.layouts, self.tensors, self.frames):
+            headers = [pieces.get(piece) for piece in range(len(pieces))]
+            if not pieces or None in headers:
+                tensors.append(None)
+                continue
+            frames += [piece_frames[p] for p in range(len(pieces)) if piece_frames[p] is not None]
+            if len(headers) == 1:
+                tensors.append(headers[0])
+            else:
+                axis = None if isinstance(layout, Partial) else layout.axis
+                tensors.append({'axis': axis, 'pieces': headers})
+        return tensors, frames

@@ -309,3 +309,26 @@ def test_sharded_parameters_are_updated_where_their_shards_live(four):
     assert header.count('f32[6,12]<S0@w1,w2>') == 3, header  # weight, exp_avg, exp_avg_sq
     updated = [line for line in ir.splitlines() if line.split(' = ')[0].endswith('f32[6,12]')]
     assert all('<S0@w1,w2>' in line or 'insert_moves' in line for line in updated)
+
+
+@pytest.mark.time_limit(90)
+def test_nonsense_configs_on_the_wire_are_skipped(four):
+    """A crafted Configure (GT's client never sends one) cannot place values badly or stop
+    the dispatcher: the session goes on with the sensible entries."""
+    from gt.runtime.protocol import Configure
+    from gt.runtime.transport import send
+
+    with connected(four.address) as client:
+        for configs in ({'a': 5}, {'b': [-1, None]}, {'c': [True, [0]]}, {'d': [0, 7]},
+                        [1, 2], {'rows': [0, [3, 1, 99, -4]]}):
+            send(client.socket, Configure(configs, 'many'))
+        client.config_version = gt.config.version()  # keep the crafted ones in place
+        with gt.signal.context('rows'), gt.signal.context('b'):
+            x = gt.randn(6, 2)
+        with gt.signal.context('rows'):
+            y = gt.randn(6, 2)
+        ir = gt.debug.dump_ir(show=False)
+        assert (x + y).sum().item() == pytest.approx((x.data + y.data).sum().item(), rel=1e-5)
+    assert '<R@' in ir.splitlines()[1], ir  # 'b' (axis -1) was skipped: x is unsharded
+    assert '<S0@w3,w1>' in ir.splitlines()[2], ir  # 'rows' kept workers 3 and 1, in order
+    assert four.server.poll() is None
