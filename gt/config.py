@@ -6,6 +6,7 @@ The client sends them to the dispatcher with its session (`wire_form`), whose pa
 apply them. A config never changes results, only placement and speed.
 """
 
+import os
 from dataclasses import dataclass
 
 import yaml
@@ -45,7 +46,7 @@ class SignalConfig:
             raise ConfigError(f'shard must be a ShardConfig, got {self.shard!r}')
         if self.backward_signal is not None and (
                 not isinstance(self.backward_signal, str) or not self.backward_signal):
-            raise ConfigError('backward must be the name of a signal, got '
+            raise ConfigError('backward_signal must be the name of a signal, got '
                               f'{self.backward_signal!r}')
         if not isinstance(self.compile, bool):
             raise ConfigError(f'compile must be true or false, got {self.compile!r}')
@@ -90,10 +91,11 @@ def wire_form() -> dict[str, list]:
             for name, config in _configs.items()}
 
 
-def load_config(path: str) -> None:
+def load_config(path: str | os.PathLike[str]) -> None:
     """Register every signal of a YAML file; a malformed file registers nothing."""
     try:
-        with open(path) as file:
+        # Bytes, so that yaml detects the encoding and a bad byte is a YAMLError naming the file.
+        with open(path, 'rb') as file:
             document = yaml.safe_load(file)
     except yaml.YAMLError as error:
         mark = getattr(error, 'problem_mark', None)
@@ -109,7 +111,7 @@ def load_config(path: str) -> None:
         register_config(name, config)
 
 
-def _parse(path: str, name: object, body: object) -> SignalConfig:
+def _parse(path: str | os.PathLike[str], name: object, body: object) -> SignalConfig:
     where = f'{path}: signal {name!r}'
     if not isinstance(name, str) or not name:
         raise ConfigError(f'{where}: a signal name must be a non-empty string')
@@ -126,7 +128,11 @@ def _parse(path: str, name: object, body: object) -> SignalConfig:
                 raise ConfigError(f'shard must be a mapping with axis and workers, got {shard!r}')
             _check_keys(where, 'shard.', shard, SHARD_KEYS)
             shard = ShardConfig(axis=shard.get('axis', 0), workers=shard.get('workers'))
-        return SignalConfig(shard=shard, backward_signal=body.get('backward'),
+        backward = body.get('backward')
+        if backward is not None and (not isinstance(backward, str) or not backward):
+            # Checked here, not by SignalConfig, so the message uses the file's name for it.
+            raise ConfigError(f'backward must be the name of a signal, got {backward!r}')
+        return SignalConfig(shard=shard, backward_signal=backward,
                             compile=body.get('compile', False))
     except ConfigError as error:
         raise ConfigError(f'{where}: {error}') from None

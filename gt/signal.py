@@ -22,6 +22,8 @@ _scopes = _Scopes()
 # Scopes open in any thread. Every op asks for its scope, and most scripts never open
 # one, so the common case must not pay for a thread-local lookup.
 _open_anywhere = 0
+# `+=` on a global is not atomic across threads; a lost update could hide an open scope.
+_open_anywhere_lock = threading.Lock()
 _warned: set[str] = set()  # signals without a config already named under GT_VERBOSE
 
 
@@ -56,7 +58,8 @@ def enter(name: str, backward: str | None = None) -> None:
         print(f'gt: signal {name!r} has no config; ops in it run unsharded', file=sys.stderr)
     _scopes.stack.append(name)
     _scopes.backward.append(backward)
-    _open_anywhere += 1
+    with _open_anywhere_lock:
+        _open_anywhere += 1
 
 
 def exit(name: str | None = None) -> None:
@@ -68,7 +71,8 @@ def exit(name: str | None = None) -> None:
         raise RuntimeError(f'gt.signal.exit({name!r}) but the innermost signal is {stack[-1]!r}')
     stack.pop()
     _scopes.backward.pop()
-    _open_anywhere -= 1
+    with _open_anywhere_lock:
+        _open_anywhere -= 1
 
 
 @contextmanager

@@ -248,6 +248,9 @@ class Dispatcher:
         session.last_plan = plan
         for local, shape, dtype, placement in plan.kept:
             session.values[message.base + local] = (shape, dtype, placement)
+        for position, placement in plan.upgrades:
+            shape, dtype, _ = external_types[position]
+            session.values[message.externals[position]] = (shape, dtype, placement)
         return plan
 
     def _program_id(self, encoded: bytes) -> int:

@@ -8,7 +8,8 @@ bytes and the types and placements of its inputs: a repeated fragment costs a lo
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from gt.ir import Graph
+from gt.ir import OPS, Graph, Partial, Replicate, Value
+from gt.ir.placement import Placement
 from gt.passes import PipelineOptions, lower, run_pipeline
 from gt.runtime.fragment import decode_structure
 from gt.runtime.program import encode_program
@@ -20,7 +21,7 @@ PLAN_CACHE_SIZE = 512
 class WorkerPlan:
     worker: int
     program: bytes
-    input_refs: list[int]  # positions in the fragment's externals
+    input_refs: list[int]  # positions in the fragment's externals: inputs, then replicas
     reads_data: bool  # whether the program needs the message's data frames
 
 
@@ -30,6 +31,7 @@ class Plan:
     kept: list[tuple]  # (local index, shape, dtype, placement) of values the client holds
     graph: Graph  # after the pipeline, for gt.debug.dump_ir
     worker_graphs: dict  # worker -> its lowered graph, for gt.debug.dump_ir(workers=True)
+    upgrades: list  # (external position, placement): inputs the workers now hold more of
 
 
 class Planner:
@@ -58,18 +60,68 @@ class Planner:
         fragment = decode_structure(structure, external_types)
         graph = run_pipeline(fragment.graph, options)
         # Passes keep the graph's outputs in order, so they still line up with `kept`.
+        replicas = find_replicas(graph)
+        kept_count = len(graph.outputs)
+        lowered = sorted(lower(graph.replace(
+            outputs=graph.outputs + tuple(r.moved for r in replicas)), options).items())
         programs = []
-        lowered = sorted(lower(graph, options).items())
         for worker, program in lowered:
-            keep = [(value, fragment.kept[index])
-                    for index, value in zip(program.outputs, program.graph.outputs)]
+            inputs = list(program.inputs)
+            keep = []
+            for index, value in zip(program.outputs, program.graph.outputs):
+                replica = replicas[index - kept_count] if index >= kept_count else None
+                if replica is None:
+                    keep.append((value, fragment.kept[index]))
+                elif replica.kept:  # a value this fragment made: kept under its own index
+                    keep.append((value, fragment.kept[replica.position]))
+                else:  # an input's copy, kept under the input's id: `-1 - k` names it
+                    keep.append((value, -1 - len(inputs)))
+                    inputs.append(replica.position)
             programs.append(WorkerPlan(
                 worker,
                 encode_program(program.graph, keep),
-                list(program.inputs),
+                inputs,
                 any(node.op == 'from_numpy' for node in program.graph.nodes),
             ))
-        kept_types = [(local, value.shape, value.dtype, value.placement)
-                      for value, local in zip(graph.outputs, fragment.kept)]
-        return Plan(programs, kept_types, graph, {w: p.graph for w, p in lowered})
+        placements = [value.placement for value in graph.outputs]
+        for replica in replicas:
+            if replica.kept:
+                placements[replica.position] = replica.placement
+        kept_types = [(local, value.shape, value.dtype, placement)
+                      for value, local, placement in zip(graph.outputs, fragment.kept, placements)]
+        upgrades = [(r.position, r.placement) for r in replicas if not r.kept]
+        return Plan(programs, kept_types, graph, {w: p.graph for w, p in lowered}, upgrades)
 
+
+@dataclass(frozen=True)
+class Replica:
+    kept: bool  # a value the fragment made and the client keeps (else one of its inputs)
+    position: int  # in the graph's outputs, or its inputs
+    moved: Value
+    placement: Placement  # the value's placement with the copies
+
+
+def find_replicas(graph: Graph) -> list[Replica]:
+    """Moves worth remembering: a whole copy sent to more workers, or partial sums
+    all-reduced, is the same value, so the workers keep it under the value's id and later
+    fragments need not move it again (values never change: a copy cannot go stale). For
+    the fragment's inputs and for the values it keeps."""
+    places = {id(value): (False, index) for index, value in enumerate(graph.inputs)}
+    places.update({id(value): (True, index) for index, value in enumerate(graph.outputs)})
+    found: dict[tuple[bool, int], Replica] = {}
+    for node in graph.nodes:
+        if not OPS[node.op].communication or id(node.inputs[0]) not in places:
+            continue
+        (source,), (moved,) = node.inputs, node.outputs
+        before, after = source.placement, moved.placement
+        place = places[id(source)]
+        if place in found or not isinstance(after, Replicate):
+            continue
+        if isinstance(before, Replicate):
+            placement = Replicate(tuple(dict.fromkeys(before.workers + after.workers)))
+        elif isinstance(before, Partial) and before.workers == after.workers:
+            placement = after
+        else:
+            continue
+        found[place] = Replica(place[0], place[1], moved, placement)
+    return list(found.values())

@@ -159,11 +159,12 @@ class Worker:
         context.mover, context.session, context.base = self._move, message.session, message.base
         context.moved = {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
-                  for value_id in message.externals]
+                  for value_id in message.externals[:program.n_inputs]]
         kept, errors = program.run(inputs, context, message.base)
         context.data = []
         for (_, local), value in zip(program.keep, kept):
-            values[message.base + local] = value
+            # `-1 - k`: a copy of the k-th external, kept under its id (see planner.py)
+            values[message.base + local if local >= 0 else message.externals[-1 - local]] = value
         if errors:
             self.errors.setdefault(message.session, []).extend(errors)
         self.ops_run += len(program.steps)

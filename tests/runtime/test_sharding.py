@@ -332,3 +332,28 @@ def test_nonsense_configs_on_the_wire_are_skipped(four):
     assert '<R@' in ir.splitlines()[1], ir  # 'b' (axis -1) was skipped: x is unsharded
     assert '<S0@w3,w1>' in ir.splitlines()[2], ir  # 'rows' kept workers 3 and 1, in order
     assert four.server.poll() is None
+
+
+@pytest.mark.time_limit(90)
+def test_a_copy_moved_once_is_kept_for_later_fragments(four):
+    """A whole weight sent to the shards' workers, or partial sums all-reduced, are kept
+    where they went: the next fragments move nothing, and the values stay right."""
+    with connected(four.address):
+        weight = gt.from_numpy(np.eye(4, dtype=np.float32) * 2)
+        gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0)))
+        with gt.signal.context('rows'):
+            x = gt.randn(8, 4)
+        column_sums = x.sum(dim=0)  # partial sums over the 4 workers
+        moves = []
+        for _ in range(3):
+            y = (x @ weight) + column_sums
+            torch.testing.assert_close(y.data, x.data * 2 + x.data.sum(0), rtol=1e-5, atol=1e-5)
+            moves.append(gt.debug.dump_ir(show=False).count('insert_moves'))
+        header = gt.debug.dump_ir(show=False).splitlines()[0]
+        del y
+        before = [s['tensors'] for s in gt.debug.get_worker_stats()]
+        del weight  # its copies go with it, on every worker that holds one
+        after = [s['tensors'] for s in gt.debug.get_worker_stats()]
+    assert moves == [2, 0, 0], moves  # transfer and all_reduce once, then nothing
+    assert 'f32[4,4]<R@w0,w1,w2,w3>' in header and 'f32[4]<R@w0,w1,w2,w3>' in header
+    assert [b - a for b, a in zip(before, after)] == [1, 1, 1, 1], (before, after)

@@ -1,0 +1,115 @@
+"""Signal scopes on the client (gt/signal.py): nesting, per-thread stacks, backward signals
+from configs or given explicitly, manual enter/exit, and GT_VERBOSE's warning."""
+
+import threading
+
+import pytest
+
+import gt
+from gt import SignalConfig
+from gt.config import clear_configs
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    clear_configs()
+    monkeypatch.setattr(gt.signal, '_warned', set())  # GT_VERBOSE warns once per process
+    monkeypatch.delenv('GT_VERBOSE', raising=False)
+    yield
+    clear_configs()
+
+
+def test_no_scope_is_open_by_default():
+    assert gt.signal.current_scope() is None
+    assert gt.signal.current_backward() is None
+
+
+def test_scopes_nest_and_the_innermost_wins():
+    gt.register_config('stage', SignalConfig(backward_signal='stage_backward'))
+    with gt.signal.context('outer', backward='outer_backward'):
+        assert gt.signal.current_backward() == 'outer_backward'
+        with gt.signal.context('stage'):
+            assert gt.signal.current_scope() == 'stage'
+            assert gt.signal.current_backward() == 'stage_backward'  # from its config
+            with gt.signal.context('plain'):  # neither config nor backward: none, not outer's
+                assert gt.signal.current_backward() is None
+            with gt.signal.context('stage', backward='explicit'):  # overrides the config
+                assert gt.signal.current_backward() == 'explicit'
+            assert gt.signal.current_backward() == 'stage_backward'
+        assert gt.signal.current_scope() == 'outer'
+    assert gt.signal.current_scope() is None and gt.signal.current_backward() is None
+
+
+def test_the_backward_signal_follows_configs_registered_after_entering():
+    with gt.signal.context('late'):
+        assert gt.signal.current_backward() is None
+        gt.register_config('late', SignalConfig(backward_signal='late_backward'))
+        assert gt.signal.current_backward() == 'late_backward'
+
+
+def test_a_scope_is_seen_only_in_its_own_thread():
+    entered, release, seen = threading.Event(), threading.Event(), []
+
+    def worker():
+        with gt.signal.context('in_thread', backward='thread_backward'):
+            entered.set()
+            release.wait(10)
+            seen.append((gt.signal.current_scope(), gt.signal.current_backward()))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert entered.wait(10)
+    assert gt.signal.current_scope() is None and gt.signal.current_backward() is None
+    with gt.signal.context('in_main'):
+        release.set()
+        thread.join(10)
+        assert gt.signal.current_scope() == 'in_main'
+    assert seen == [('in_thread', 'thread_backward')]
+
+
+def test_many_threads_entering_at_once_leave_no_scope_counted_open():
+    def churn():
+        for _ in range(2000):
+            with gt.signal.context('churn'):
+                assert gt.signal.current_scope() == 'churn'
+
+    threads = [threading.Thread(target=churn) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert gt.signal._open_anywhere == 0
+
+
+def test_enter_and_exit_by_hand_and_their_mismatches():
+    gt.signal.enter('signal_name', backward='signal_backward')
+    assert gt.signal.current_scope() == 'signal_name'
+    assert gt.signal.current_backward() == 'signal_backward'
+    with pytest.raises(RuntimeError, match="innermost signal is 'signal_name'"):
+        gt.signal.exit('other')
+    assert gt.signal.current_scope() == 'signal_name'  # a refused exit leaves it open
+    gt.signal.exit('signal_name')
+    with pytest.raises(RuntimeError, match='without a matching'):
+        gt.signal.exit()
+    with pytest.raises(TypeError, match='non-empty string'):
+        gt.signal.enter('x', backward='')
+
+
+def test_a_context_closes_when_its_body_raises():
+    with pytest.raises(KeyError):
+        with gt.signal.context('failing'):
+            raise KeyError('boom')
+    assert gt.signal.current_scope() is None
+
+
+def test_gt_verbose_names_a_signal_without_config_once(monkeypatch, capsys):
+    gt.register_config('configured', SignalConfig())
+    with gt.signal.context('unconfigured'):  # not verbose: silent
+        pass
+    assert capsys.readouterr().err == ''
+    monkeypatch.setenv('GT_VERBOSE', '1')
+    for _ in range(2):
+        with gt.signal.context('unconfigured'), gt.signal.context('configured'):
+            pass
+    assert capsys.readouterr().err == (
+        "gt: signal 'unconfigured' has no config; ops in it run unsharded\n")
