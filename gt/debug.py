@@ -11,7 +11,7 @@ from gt.runtime import client as connection
 
 def get_worker_stats() -> list[dict]:
     """Per worker: device, live tensors and bytes, ops and programs run."""
-    return connection.current().stats().workers
+    return sorted(connection.current().stats().workers, key=lambda worker: worker['index'])
 
 
 def get_dispatcher_stats() -> dict:

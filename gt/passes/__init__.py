@@ -8,12 +8,16 @@ from gt.ir import Graph, verify, verify_placements
 from gt.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from gt.passes.eliminate_dead_code import eliminate_dead_code
 from gt.passes.insert_moves import insert_moves
+from gt.passes.keep_generators_in_step import (
+    generator_holders_after,
+    keep_generators_in_step,
+)
 from gt.passes.lower import WorkerProgram, lower
 from gt.passes.options import PipelineOptions
 from gt.passes.propagate_placements import propagate_placements
 
 PIPELINE = [eliminate_common_subexpressions, eliminate_dead_code, propagate_placements,
-            insert_moves]
+            insert_moves, keep_generators_in_step]
 
 
 def run_pipeline(
@@ -23,10 +27,11 @@ def run_pipeline(
     for compiler_pass in PIPELINE:
         graph = compiler_pass(graph, options)
         if check:
-            (verify_placements if compiler_pass is insert_moves else verify)(graph)
+            (verify if compiler_pass in PIPELINE[:3] else verify_placements)(graph)
         if dump:
             print(f'// after {compiler_pass.__name__}\n{graph}')
     return graph
 
 
-__all__ = ['PIPELINE', 'PipelineOptions', 'WorkerProgram', 'lower', 'run_pipeline']
+__all__ = ['PIPELINE', 'PipelineOptions', 'WorkerProgram', 'generator_holders_after', 'lower',
+           'run_pipeline']

@@ -1,11 +1,11 @@
 """lower: split a placed graph into one program per worker, with local (per-shard) types.
 
-Requires a graph after insert_moves. Ensures each worker's graph holds exactly the nodes
+Requires a graph after the pipeline. Ensures each worker's graph holds exactly the nodes
 that worker runs, on the parts of values it holds: a node runs on the workers of its
-output's placement; attrs that spell a shape spell the worker's part of it. Random
-draws run whole on every live worker (each keeps its part, if any), so that every
-worker's generator of the session stays in step and a sharded draw equals torch's.
-Other creation ops whose elements differ (arange, data) are made whole and cut. A move
+output's placement; attrs that spell a shape spell the worker's part of it. A sharded
+random draw is made whole on each of its workers, which keep their parts (their
+generators are in step: see keep_generators_in_step), so it equals torch's draw; other
+creation ops whose elements differ (arange, data) are made whole and cut too. A move
 runs on the workers of its source and target placements, with those placements, the
 global shape and its place among the graph's moves (`tag`, which pairs up the pieces
 sent between workers) as attrs. Every worker's program keeps the global order of the
@@ -70,7 +70,11 @@ def lower(graph: Graph, options: PipelineOptions) -> dict[int, WorkerProgram]:
     tag = 0
     for node in graph.nodes:
         row = OPS[node.op]
-        if row.communication:
+        if node.op == 'sync_generator':
+            for worker in (node.attrs['source'], *node.attrs['targets']):
+                split.add(worker, node, (), (), dict(node.attrs, tag=tag))
+            tag += 1
+        elif row.communication:
             _lower_move(split, node, tag)
             tag += 1
         elif row.source:
@@ -113,11 +117,8 @@ def _lower_creation(split: _Split, node: Node, options: PipelineOptions) -> None
         return
     (value,) = node.outputs
     placement = value.placement
-    workers = options.workers if row.random else placement.workers
-    for worker in workers:
-        if worker not in placement.workers:  # a draw made only to keep the generator in step
-            split.add(worker, node, (), (Value(value.shape, value.dtype),), node.attrs)
-        elif not isinstance(placement, Shard):
+    for worker in placement.workers:
+        if not isinstance(placement, Shard):
             split.add(worker, node, (), (split.define(worker, value),), node.attrs)
         elif row.uniform:
             local = split.define(worker, value)

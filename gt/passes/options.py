@@ -13,6 +13,9 @@ class PipelineOptions:
     # Created tensors of at least this many elements are sharded over every worker when
     # there are several (the seeds' auto-shard rule); None turns it off.
     auto_shard_elements: int | None = None
+    # Workers whose random generator of the session is in step with all its draws so far;
+    # None before any draw (every worker's is then, all being seeded alike).
+    generator_holders: tuple[int, ...] | None = None
 
     def scope_workers(self) -> dict[str, tuple[int, tuple[int, ...]]]:
         """Signal name -> (axis, live workers) for the configs that shard: a config that

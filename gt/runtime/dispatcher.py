@@ -175,7 +175,9 @@ class Dispatcher:
             return self._send(identity, Refused('no session: say Hello first'))
         try:
             self._submit(session, message, frames)
-        except (FragmentError, TypeError, ValueError, KeyError) as error:
+        except Exception as error:  # the client hears why its work did not run
+            if not isinstance(error, (FragmentError, TypeError, ValueError, KeyError)):
+                traceback.print_exc()  # a fault of GT's own: worth a report
             report = f'{type(error).__name__}: {error}'
             session.errors.append([message.base, None, 'submit', report])
             if message.fetch:
@@ -243,9 +245,10 @@ class Dispatcher:
             external_types.append(entry)
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
                                   session.home_worker, session.configs,
-                                  session.auto_shard_elements)
+                                  session.auto_shard_elements, session.generator_holders)
         plan = self.planner.plan(message.structure, external_types, options)
         session.last_plan = plan
+        session.generator_holders = plan.generator_holders
         for local, shape, dtype, placement in plan.kept:
             session.values[message.base + local] = (shape, dtype, placement)
         for position, placement in plan.upgrades:

@@ -2,6 +2,7 @@
 op table's torch rows; `numpy` runs its numpy rows, as a reference to test against."""
 
 import contextlib
+import json
 import math
 import os
 from typing import Any
@@ -23,8 +24,9 @@ class SessionContext:
         self.generator = generator
         self.data: list = []
         self.literals: list = []
-        # Moves (see gt.runtime.exchange): who runs them, and for which program run.
-        self.mover: Any = None
+        # Moves (see gt.runtime.exchange): who carries them, how to wait, for which run.
+        self.exchange: Any = None
+        self.wait: Any = None
         self.session = -1
         self.base = 0
         self.moved: dict = {}
@@ -42,9 +44,10 @@ class SessionContext:
         return tensor
 
     def move(self, value: Any, **attrs: Any) -> Any:
-        if self.mover is None:
-            raise RuntimeError('this worker has no peers to move data with')
-        return self.mover(self, value, **attrs)
+        return self.exchange.move(self, value, wait=self.wait, **attrs)
+
+    def sync_generator(self, **attrs: Any) -> None:
+        self.exchange.sync_generator(self, wait=self.wait, **attrs)
 
     def reseed(self, seed: int) -> None:
         self.generator = np.random.default_rng(seed)
@@ -99,6 +102,12 @@ class TorchEngine:
     def copy(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.clone()
 
+    def generator_state(self, generator: torch.Generator) -> torch.Tensor:
+        return generator.get_state()
+
+    def set_generator_state(self, generator: torch.Generator, state: torch.Tensor) -> None:
+        generator.set_state(state.cpu())
+
     def empty(self, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
         return torch.empty(shape, dtype=TORCH_DTYPES[dtype], device=self.device)
 
@@ -138,6 +147,12 @@ class NumpyEngine:
 
     def copy(self, array: Any) -> np.ndarray:
         return np.array(array)
+
+    def generator_state(self, generator: np.random.Generator) -> np.ndarray:
+        return np.frombuffer(json.dumps(generator.bit_generator.state).encode(), np.uint8)
+
+    def set_generator_state(self, generator: np.random.Generator, state: np.ndarray) -> None:
+        generator.bit_generator.state = json.loads(bytes(state).decode())
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> np.ndarray:
         return np.empty(shape, dtype=NUMPY_DTYPES[dtype])

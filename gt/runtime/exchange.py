@@ -85,6 +85,23 @@ class Mover(ABC):
             context.moved[tag] = result
         return result
 
+    def sync_generator(self, context: Any, source: int, targets: list, tag: int,
+                       wait: Callable) -> None:
+        """Copy the session's generator state from `source` to `targets`."""
+        if tag in context.moved:
+            return
+        key = (context.session, context.base, tag)
+        if self.index == source:
+            state = self.engine.generator_state(context.generator)
+            for target in targets:
+                self._send(target, key, state)
+        elif self.index in targets:
+            state = self._receive(key, source, wait)
+            if isinstance(state, Failed):
+                raise PeerLost(f'worker {source} could not send its random generator state')
+            self.engine.set_generator_state(context.generator, state)
+        context.moved[tag] = None
+
     def _move(self, context: Any, value: Any, source: list, target: list, shape: list,
               dtype: str, tag: int, wait: Callable) -> Any:
         me = self.index

@@ -35,6 +35,7 @@ class Session:
     shared_memory_probe: str = ''
     configs: tuple = ()  # (signal name, shard axis, workers), as PipelineOptions takes them
     auto_shard_elements: int | None = None
+    generator_holders: tuple | None = None  # see gt.passes.keep_generators_in_step
 
     def configure(self, configs: object, auto_shard_elements: object) -> None:
         """Take the client's signal configs (gt.config.wire_form); malformed entries, which

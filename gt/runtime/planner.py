@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gt.ir import OPS, Graph, Partial, Replicate, Value
 from gt.ir.placement import Placement
-from gt.passes import PipelineOptions, lower, run_pipeline
+from gt.passes import PipelineOptions, generator_holders_after, lower, run_pipeline
 from gt.runtime.fragment import decode_structure
 from gt.runtime.program import encode_program
 
@@ -32,6 +32,7 @@ class Plan:
     graph: Graph  # after the pipeline, for gt.debug.dump_ir
     worker_graphs: dict  # worker -> its lowered graph, for gt.debug.dump_ir(workers=True)
     upgrades: list  # (external position, placement): inputs the workers now hold more of
+    generator_holders: tuple | None  # workers whose random generator is in step afterwards
 
 
 class Planner:
@@ -90,7 +91,8 @@ class Planner:
         kept_types = [(local, value.shape, value.dtype, placement)
                       for value, local, placement in zip(graph.outputs, fragment.kept, placements)]
         upgrades = [(r.position, r.placement) for r in replicas if not r.kept]
-        return Plan(programs, kept_types, graph, {w: p.graph for w, p in lowered}, upgrades)
+        return Plan(programs, kept_types, graph, {w: p.graph for w, p in lowered}, upgrades,
+                    generator_holders_after(graph, options))
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def find_replicas(graph: Graph) -> list[Replica]:
     places.update({id(value): (True, index) for index, value in enumerate(graph.outputs)})
     found: dict[tuple[bool, int], Replica] = {}
     for node in graph.nodes:
-        if not OPS[node.op].communication or id(node.inputs[0]) not in places:
+        if not (OPS[node.op].communication and node.inputs) or id(node.inputs[0]) not in places:
             continue
         (source,), (moved,) = node.inputs, node.outputs
         before, after = source.placement, moved.placement

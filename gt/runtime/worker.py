@@ -103,9 +103,6 @@ class Worker:
                 self.backlog.append((message, frames))
         return peer_socket in ready
 
-    def _move(self, context: Any, value: Any, **attrs: Any) -> Any:
-        return self.exchange.move(context, value, wait=self._wait_for_peer, **attrs)
-
     def peers(self, message: Peers, frames: list) -> None:
         self.exchange.set_peers(message.index, message.peers)
         self.salt = message.salt
@@ -156,8 +153,8 @@ class Worker:
         context.data = [self.engine.from_wire(dtype, shape, frame.buffer)
                         for (dtype, shape), frame in zip(_data_headers(frames), frames[1:])]
         context.literals = message.literals
-        context.mover, context.session, context.base = self._move, message.session, message.base
-        context.moved = {}
+        context.exchange, context.wait = self.exchange, self._wait_for_peer
+        context.session, context.base, context.moved = message.session, message.base, {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals[:program.n_inputs]]
         kept, errors = program.run(inputs, context, message.base)

@@ -43,7 +43,7 @@ class Context:
         self.generator = torch.Generator().manual_seed(SEED)
         self.data, self.literals = data, literals
         self.session, self.base, self.moved = 0, 0, {}
-        self.mover = mover
+        self.exchange = mover
 
     def literal(self, slot, dtype):
         from gt.ir.dtypes import TORCH_DTYPES
@@ -51,7 +51,10 @@ class Context:
         return torch.tensor(self.literals[slot], dtype=TORCH_DTYPES[dtype])
 
     def move(self, value, **attrs):
-        return self.mover.move(self, value, wait=None, **attrs)
+        return self.exchange.move(self, value, wait=None, **attrs)
+
+    def sync_generator(self, **attrs):
+        self.exchange.sync_generator(self, wait=None, **attrs)
 
 
 def local_part(array: torch.Tensor, placement, worker: int) -> torch.Tensor:

@@ -111,3 +111,26 @@ def test_big_partial_sums_on_many_workers_all_reduce_in_two_steps():
         'reduce_scatter', 'all_gather', 'exp', 'all_reduce', 'exp']
     for got, want in zip(actual, run_whole(b.graph(*outputs), inputs)):
         torch.testing.assert_close(got, want)
+
+
+def test_draws_where_the_generator_is_behind_get_its_state_first():
+    from gt.ir import Node
+    from gt.passes import generator_holders_after
+
+    b = GraphBuilder()
+    small = b.emit('randn', shape=[3], dtype='float32')
+    big = b.emit('randn', shape=[4, 2], dtype='float32', scope='wide')
+    options = PipelineOptions((0, 1, 2), 1, configs=(('wide', 0, (0, 2)),),
+                              generator_holders=(1,))
+    placed = run_pipeline(b.graph(small, big), options, check=True)
+    assert [str(n.outputs[0].placement) if n.outputs else (n.op, n.attrs)
+            for n in placed.nodes] == [
+        'R@w1', ('sync_generator', {'source': 1, 'targets': [0, 2]}), 'S0@w0,w2']
+    assert generator_holders_after(placed, options) == (0, 2)
+    seed = Node('manual_seed', (), (), {'seed': 1})
+    seeded = b.graph(small, big).replace(nodes=(b.nodes[0], seed, b.nodes[1]))
+    after_seed = run_pipeline(seeded, options)
+    assert 'sync_generator' not in str(after_seed)  # every worker was seeded alike
+    assert generator_holders_after(after_seed, options) == (0, 2)
+    alone = b.graph(small).replace(nodes=b.graph(small).nodes[:1])
+    assert generator_holders_after(run_pipeline(alone, options), options) == (1,)

@@ -329,8 +329,8 @@ def test_nonsense_configs_on_the_wire_are_skipped(four):
             y = gt.randn(6, 2)
         ir = gt.debug.dump_ir(show=False)
         assert (x + y).sum().item() == pytest.approx((x.data + y.data).sum().item(), rel=1e-5)
-    assert '<R@' in ir.splitlines()[1], ir  # 'b' (axis -1) was skipped: x is unsharded
-    assert '<S0@w3,w1>' in ir.splitlines()[2], ir  # 'rows' kept workers 3 and 1, in order
+    assert _placements(ir, 'randn') == ['R@w0', 'S0@w3,w1'], ir  # 'b' (axis -1) skipped;
+    # 'rows' kept the live workers 3 and 1, in its order
     assert four.server.poll() is None
 
 
@@ -357,3 +357,26 @@ def test_a_copy_moved_once_is_kept_for_later_fragments(four):
     assert moves == [2, 0, 0], moves  # transfer and all_reduce once, then nothing
     assert 'f32[4,4]<R@w0,w1,w2,w3>' in header and 'f32[4]<R@w0,w1,w2,w3>' in header
     assert [b - a for b, a in zip(before, after)] == [1, 1, 1, 1], (before, after)
+
+
+@pytest.mark.time_limit(90)
+def test_draws_run_only_where_their_values_go_and_still_equal_torchs(four):
+    """A small draw stays on the home worker (no other worker hears of it); a later big
+    sharded draw first brings the others' generators in step, and equals torch's."""
+    with connected(four.address):
+        gt.manual_seed(11)
+        gt.sync()
+        programs = {s['index']: s['programs_run'] for s in gt.debug.get_worker_stats()}
+        small = [gt.randn(3) for _ in range(4)]
+        values = [t.data for t in small]
+        busy = [s['programs_run'] - programs[s['index']] for s in gt.debug.get_worker_stats()]
+        big = gt.randn(1024, 256)  # auto-sharded over all 4
+        assert 'sync_generator' in gt.debug.dump_ir(show=False)
+        tail = gt.rand(5)
+        drawn = big.data, tail.data
+    torch.manual_seed(11)
+    for value in values:
+        torch.testing.assert_close(value, torch.randn(3))
+    torch.testing.assert_close(drawn[0], torch.randn(1024, 256))
+    torch.testing.assert_close(drawn[1], torch.rand(5))
+    assert sorted(busy)[:3] == [0, 0, 0], busy  # only the home worker ran the small draws

@@ -26,6 +26,15 @@ def _move(ctx, *value, **attrs):
 # Moves between the same workers, by pattern; `transfer` between different worker sets.
 MOVES = ('shard', 'all_gather', 'all_reduce', 'reduce_scatter', 'all_to_all', 'transfer')
 
+def _nothing(types, **attrs):
+    return ()
+
+
+def _sync_generator(ctx, **attrs):
+    ctx.sync_generator(**attrs)
+    return ()
+
+
 def _distribute_grad(emit, inputs, grads):
     return [grads[0]]
 
@@ -56,6 +65,10 @@ ROWS = [
     # is; without one, an ordinary copy.
     OpDef('distribute', _same_type, torch.clone, lambda x: np.array(x), grad=_distribute_grad,
           shard=pointwise(), placed_by_signal=True),
+    # The session's random generator state, from worker `source` to `targets`, so that a
+    # draw on them continues the session's sequence (see keep_generators_in_step).
+    OpDef('sync_generator', _nothing, _sync_generator, _sync_generator, effects=True,
+          communication=True),
     # `x.copy_(y)` and load_state_dict: y's values where x was.
     OpDef('copy_into', _copy_into_type, lambda destination, source: source.clone(),
           lambda destination, source: np.array(source), grad=_copy_into_grad,
