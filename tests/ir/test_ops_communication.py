@@ -60,3 +60,18 @@ def test_copy_into_takes_the_sources_values_and_the_destinations_placement(desti
     expected = destination if not isinstance(destination, Partial) else Replicate((0, 1))
     assert placed.outputs[0].placement == expected
     torch.testing.assert_close(result, values[1])
+
+
+@pytest.mark.parametrize('holders', [(0,), (2, 3), None])
+def test_sync_generator_brings_workers_that_are_behind_in_step(holders):
+    """Workers outside `holders` have drawn something the session's sequence did not; the
+    'sync_generator' the pipeline inserts gives them the canonical state first."""
+    builder = GraphBuilder()
+    drawn = builder.emit('randn', shape=[8, 3], dtype='float32', scope='all')
+    options = PipelineOptions((0, 1, 2, 3), 0, configs=(('all', 0, None),),
+                              generator_holders=holders)
+    (result,), placed = run_sharded(builder.graph(drawn), options, [])
+    syncs = [node for node in placed.nodes if node.op == 'sync_generator']
+    assert len(syncs) == (0 if holders is None else 1)
+    torch.testing.assert_close(result, torch.randn(8, 3, generator=torch.Generator().manual_seed(
+        1234)))

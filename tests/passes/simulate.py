@@ -101,6 +101,9 @@ def run_sharded(graph: Graph, options: PipelineOptions, inputs: list, data: list
         local_inputs = [local_part(inputs[index], placed.inputs[index].placement, worker)
                         for index in program.inputs]
         context = Context(QueueMover(worker, mailbox, condition), list(data), list(literals))
+        behind = options.generator_holders is not None and worker not in options.generator_holders
+        if behind:  # its generator drew something the others did not
+            torch.randn(7, generator=context.generator)
         try:
             results[worker] = interpret(program.graph, local_inputs, context)
         except Exception as error:  # reported by the main thread
