@@ -146,7 +146,7 @@ def expand_axis(axis: int, value: TensorType, out: TensorType, shape: list[int])
     return mapped if out.shape[mapped] == value.shape[axis] else None
 
 
-def concatenation_axis(axis: int, value: TensorType, out: TensorType, dim: int):
+def concatenation_axis(axis: int, value: TensorType, out: TensorType, dim: int, **attrs: Any):
     """cat and split: a shard on any axis but the one they cut along stays."""
     return None if axis == normalize_dim('', dim, len(value.shape)) else axis
 

@@ -93,7 +93,8 @@ def test_random_chains_equal_torch_on_any_placement(data):
     expected = run_whole(graph, inputs, literals=builder.literals)
     actual, placed = run_sharded(graph, options, inputs, literals=builder.literals)
     for got, want in zip(actual, expected):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, msg=lambda m: f'{m}\n{placed}')
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True,
+                                   msg=lambda m: f'{m}\n{placed}')
 
 
 @settings(max_examples=25, deadline=None)
@@ -122,3 +123,76 @@ def test_random_draws_and_creations_do_not_depend_on_placement(data):
     actual, placed = run_sharded(graph, options, [], literals=builder.literals)
     for got, want in zip(actual, expected):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f'{m}\n{placed}')
+
+
+# Steps on a 3-D value [batch, rows, cols] and a 3-D other of the same shape.
+def _batched_matmul(b, x, other):
+    square = b.emit('matmul', x, b.emit('transpose', other, dim0=1, dim1=2))
+    return b.emit('matmul', square, other)
+
+
+def _permute_back(b, x, other):
+    turned = b.emit('permute', b.emit('tanh', x), dims=[2, 0, 1])
+    return b.emit('add', b.emit('permute', turned, dims=[1, 2, 0]), other)
+
+
+def _unsqueeze_squeeze(b, x, other):
+    return b.emit('squeeze', b.emit('unsqueeze', x, dim=1), dim=1)
+
+
+def _stack_split(b, x, other):
+    stacked = b.emit('stack', x, other, dim=1)
+    first, second = b.emit('split', stacked, sizes=[1, 1], dim=1)
+    return b.emit('sub', b.emit('squeeze', first, dim=1), b.emit('squeeze', second, dim=1))
+
+
+def _index_and_expand(b, x, other):
+    """x + x[:, 0] broadcast back over the rows, through None-indexing and expand."""
+    first_row = b.emit('getitem', x, index=[['slice', None, None, None], ['int', 0], ['none']])
+    return b.emit('add', x, b.emit('expand', first_row, shape=list(x.shape)))
+
+
+def _reductions(b, x, other):
+    spread = b.emit('var', x, dim=[2], correction=1, keepdim=True)
+    top, _ = b.emit('max_dim', x, dim=1, keepdim=True)
+    return b.emit('add', b.emit('sub', x, top), spread)
+
+
+def _gather_rows(b, x, other):
+    batch, rows, cols = x.shape
+    index = b.emit('cast', b.emit('floor_divide', b.emit('abs', b.emit('mul', other, b.number(
+        2.0))), b.number(1.0)), dtype='int64')
+    index = b.emit('remainder', index, b.number(cols, 'int64'))
+    return b.emit('gather', x, index, dim=2)
+
+
+def _softmax_last(b, x, other):
+    return b.emit('log_softmax', b.emit('add', x, other), dim=2)
+
+
+STEPS_3D = [_batched_matmul, _permute_back, _unsqueeze_squeeze, _stack_split,
+            _index_and_expand, _reductions, _gather_rows, _softmax_last]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_3d_chains_equal_torch_on_any_placement(data):
+    count = data.draw(st.integers(1, 4), label='workers')
+    workers = tuple(range(count))
+    shape = tuple(data.draw(st.integers(1, 5)) for _ in range(3))
+    builder = GraphBuilder()
+    x = builder.input(shape, data.draw(placements(shape, workers)))
+    other = builder.input(shape, data.draw(placements(shape, workers, partial_ok=False)))
+    value, kept = x, []
+    for step in data.draw(st.lists(st.sampled_from(STEPS_3D), min_size=1, max_size=4)):
+        value = step(builder, value, other)
+        kept.append(value)
+    graph = builder.graph(*kept)
+    torch.manual_seed(1)
+    inputs = [torch.randn(shape), torch.randn(shape)]
+    options = PipelineOptions(workers, data.draw(st.sampled_from(workers)))
+    expected = run_whole(graph, inputs, literals=builder.literals)
+    actual, placed = run_sharded(graph, options, inputs, literals=builder.literals)
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True,
+                                   msg=lambda m: f'{m}\n{placed}')
