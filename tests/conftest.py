@@ -241,6 +241,28 @@ def cluster():
         yield started
 
 
+@pytest.fixture(scope='session')
+def four():
+    """A dispatcher with 4 one-thread workers, for the sharding tests; not to be broken."""
+    with running_cluster(4) as started:
+        yield started
+
+
+@pytest.fixture
+def fresh_configs():
+    """No signal configs before or after the test (they are process-wide)."""
+    from gt.config import clear_configs
+
+    clear_configs()
+    yield
+    clear_configs()
+
+
+def placements_of(ir: str, op: str) -> list[str]:
+    """The placements of the values that `op` makes in a dump, in order."""
+    return [line.split('<')[1].split('>')[0] for line in ir.splitlines() if f'= {op}(' in line]
+
+
 @pytest.fixture
 def start_cluster():
     """Start private clusters (`start_cluster(workers=1, env={...})`); all are stopped

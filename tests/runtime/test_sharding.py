@@ -1,39 +1,17 @@
-"""Sharding on real processes: 4 workers exchanging shards peer to peer, checked against
-torch; pipelines whose gradients run elsewhere; uneven shards; a worker killed mid-move."""
-
-import os
-import signal
-import threading
-import time
+"""Sharding on real processes, checked against torch: data-parallel training equal to one
+worker's, uneven and automatic shards, pipelines whose gradients run on other workers,
+every family of sharding rules, optimizer state on the shards, copies kept after a
+move, and random draws made only where their values go."""
 
 import numpy as np
 import pytest
 import torch
-from gt_test_support import connected, run_script, running_cluster
+from gt_test_support import connected, placements_of
 
 import gt
 from gt import ShardConfig, SignalConfig
-from gt.config import clear_configs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture(scope='module')
-def four():
-    """A dispatcher with 4 one-thread workers, shared by this module's tests."""
-    with running_cluster(4) as started:
-        yield started
-
-
-@pytest.fixture(autouse=True)
-def no_configs():
-    clear_configs()
-    yield
-    clear_configs()
-
-
-def _placements(ir: str, op: str) -> list[str]:
-    return [line.split('<')[1].split('>')[0] for line in ir.splitlines() if f'= {op}(' in line]
+pytestmark = pytest.mark.usefixtures('fresh_configs')
 
 
 def _train(address: str, reference: torch.nn.Module, inputs, targets, sharded: bool):
@@ -104,8 +82,8 @@ def test_uneven_shards_and_auto_sharding(four):
         gt.randn(256, 256)  # too small to be worth it: on one worker
         product = auto @ gt.from_numpy(np.eye(256, dtype=np.float32))
         auto_ir = gt.debug.dump_ir(show=False)
-        placed = _placements(auto_ir, 'matmul')
-        assert _placements(auto_ir, 'randn')[1].count('w') == 1, auto_ir
+        placed = placements_of(auto_ir, 'matmul')
+        assert placements_of(auto_ir, 'randn')[1].count('w') == 1, auto_ir
         values = x.data, column_sums.data, softened.data, auto.data, product.data
     torch.manual_seed(3)
     expected = torch.randn(100, 7)
@@ -173,111 +151,6 @@ def test_every_op_family_gives_the_same_values_sharded(four):
         torch.testing.assert_close(fetched[name], value, rtol=1e-5, atol=1e-5, msg=name)
 
 
-@pytest.mark.time_limit(120)
-def test_a_worker_killed_during_a_move_fails_its_clients_quickly(start_cluster):
-    private = start_cluster(workers=3, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
-    gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
-    with connected(private.address):
-        with gt.signal.context('pair'):
-            x = gt.randn(64, 64)
-        assert x.sum().item() == pytest.approx(x.data.sum().item(), rel=1e-4)
-        stats = gt.debug.get_worker_stats()
-        pid = next(s['pid'] for s in stats if s['index'] == 1)
-        victim = next(w for w in private.workers if w.pid == pid)
-        os.kill(victim.pid, signal.SIGSTOP)  # stalls, so worker 0 waits for its shard
-        threading.Timer(1.0, victim.kill).start()
-        started = time.monotonic()
-        with pytest.raises(gt.WorkerError, match='worker 1'):
-            x.softmax(dim=0).sum().item()  # all_gather of x: worker 0 needs worker 1's rows
-        assert time.monotonic() - started < 10
-        assert (gt.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]  # the survivors serve on
-    assert private.server.poll() is None
-
-
-@pytest.mark.time_limit(150)
-@pytest.mark.parametrize('example', ['signal_demo.py', 'config_from_python.py',
-                                     'simple_auto_shard.py'])
-def test_examples_run(example):
-    result = run_script(f'import runpy; runpy.run_path({os.path.join(ROOT, "examples", example)!r},'
-                        f' run_name="__main__")', timeout=140)
-    assert result.returncode == 0, result.explain()
-
-
-@pytest.mark.time_limit(90)
-def test_simple_auto_shard_against_a_hand_started_server(four):
-    path = os.path.join(ROOT, 'examples', 'simple_auto_shard.py')
-    result = run_script(f'import sys, runpy; sys.argv = [{path!r}, "--distributed", '
-                        f'{four.address!r}]; runpy.run_path({path!r}, run_name="__main__")')
-    assert result.returncode == 0, result.explain()
-    assert '4 worker(s); c = a @ b is placed S0@w0,w1,w2,w3' in result.stdout
-
-
-@pytest.mark.time_limit(90)
-def test_view_ir_draws_one_cluster_per_worker_with_moves_in_red(four, tmp_path):
-    pytest.importorskip('shutil').which('dot') or pytest.skip("Graphviz's dot is not installed")
-    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2])))
-    with connected(four.address):
-        with gt.signal.context('rows'):
-            x = gt.randn(12, 6)
-        weight = gt.from_numpy(np.ones((6, 3), dtype=np.float32))
-        total = (x @ weight).relu().sum()
-        picture = gt.debug.view_ir(str(tmp_path / 'step.svg'))
-        png = gt.debug.view_ir(str(tmp_path / 'step.png'))
-        source = gt.debug.view_ir(str(tmp_path / 'step.dot'))
-        with pytest.raises(ValueError, match='format'):
-            gt.debug.view_ir(str(tmp_path / 'step.txt'))
-        assert total.item() == pytest.approx(np.maximum(x.numpy() @ np.ones((6, 3)), 0).sum(),
-                                             rel=1e-4)
-    svg = open(picture).read()
-    assert svg.lstrip().startswith(('<?xml', '<svg', '<!DOCTYPE'))
-    for worker in range(3):
-        assert f'worker {worker}' in svg
-    assert open(png, 'rb').read(8) == b'\x89PNG\r\n\x1a\n'
-    dot = open(source).read()
-    assert 'color="#d93025"' in dot  # the transfer of the weight from its home worker
-    assert 'S0@w0,w1,w2' in dot
-
-
-@pytest.mark.time_limit(90)
-def test_a_failed_shard_fails_the_move_with_the_ops_error_not_a_hang(four):
-    """Worker 1's rows divide by zero; the gather that needs them reports that op."""
-    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
-    numerators = np.arange(8, dtype=np.int64).reshape(4, 2)
-    divisors = np.array([[1, 1], [1, 1], [0, 1], [1, 1]], dtype=np.int64)
-    with connected(four.address):
-        with gt.signal.context('rows'):
-            top = gt.signal.tensor(gt.from_numpy(numerators), name='rows')
-            bottom = gt.signal.tensor(gt.from_numpy(divisors), name='rows')
-        quotient = top // bottom
-        gathered = quotient.amax(dim=0)  # amax over the sharded axis gathers the rows
-        with pytest.raises(gt.WorkerError, match='floor_divide') as raised:
-            gathered.tolist()
-        assert 'test_sharding.py' in str(raised.value)
-        assert (top + 1).amax(dim=0).tolist() == [7, 8]  # the session goes on
-
-
-@pytest.mark.time_limit(90)
-def test_garbage_on_the_peer_sockets_is_dropped(four):
-    import zmq
-
-    with connected(four.address):
-        endpoints = [w['peer_endpoints'][0] for w in gt.debug.get_worker_stats()]
-        context = zmq.Context.instance()
-        for endpoint in endpoints:
-            stranger = context.socket(zmq.DEALER)
-            stranger.connect(endpoint)
-            stranger.send(b'hello')
-            stranger.send_multipart([b'\xc1\xff', b'junk'])
-            stranger.send_multipart([b'\x93\x01\x02\x03', b'x' * 10])
-            stranger.close(linger=500)
-        gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0)))
-        with gt.signal.context('rows'):
-            x = gt.signal.tensor(gt.from_numpy(np.arange(16, dtype=np.float32).reshape(8, 2)),
-                                 name='rows')
-        assert x.amax(dim=0).tolist() == [14.0, 15.0]
-    assert four.server.poll() is None and all(w.poll() is None for w in four.workers)
-
-
 @pytest.mark.time_limit(90)
 def test_sharded_parameters_are_updated_where_their_shards_live(four):
     """A layer made under a signal has its weight sharded by rows; Adam's state and update
@@ -309,29 +182,6 @@ def test_sharded_parameters_are_updated_where_their_shards_live(four):
     assert header.count('f32[6,12]<S0@w1,w2>') == 3, header  # weight, exp_avg, exp_avg_sq
     updated = [line for line in ir.splitlines() if line.split(' = ')[0].endswith('f32[6,12]')]
     assert all('<S0@w1,w2>' in line or 'insert_moves' in line for line in updated)
-
-
-@pytest.mark.time_limit(90)
-def test_nonsense_configs_on_the_wire_are_skipped(four):
-    """A crafted Configure (GT's client never sends one) cannot place values badly or stop
-    the dispatcher: the session goes on with the sensible entries."""
-    from gt.runtime.protocol import Configure
-    from gt.runtime.transport import send
-
-    with connected(four.address) as client:
-        for configs in ({'a': 5}, {'b': [-1, None]}, {'c': [True, [0]]}, {'d': [0, 7]},
-                        [1, 2], {'rows': [0, [3, 1, 99, -4]]}):
-            send(client.socket, Configure(configs, 'many'))
-        client.config_version = gt.config.version()  # keep the crafted ones in place
-        with gt.signal.context('rows'), gt.signal.context('b'):
-            x = gt.randn(6, 2)
-        with gt.signal.context('rows'):
-            y = gt.randn(6, 2)
-        ir = gt.debug.dump_ir(show=False)
-        assert (x + y).sum().item() == pytest.approx((x.data + y.data).sum().item(), rel=1e-5)
-    assert _placements(ir, 'randn') == ['R@w0', 'S0@w3,w1'], ir  # 'b' (axis -1) skipped;
-    # 'rows' kept the live workers 3 and 1, in its order
-    assert four.server.poll() is None
 
 
 @pytest.mark.time_limit(90)

@@ -11,6 +11,7 @@ input.
 import numpy as np
 import torch
 
+from gt.ir.ops.creation import no_outputs
 from gt.ir.ops.opdef import OpDef
 from gt.ir.sharding import pointwise
 
@@ -25,10 +26,6 @@ def _move(ctx, *value, **attrs):
 
 # Moves between the same workers, by pattern; `transfer` between different worker sets.
 MOVES = ('shard', 'all_gather', 'all_reduce', 'reduce_scatter', 'all_to_all', 'transfer')
-
-def _nothing(types, **attrs):
-    return ()
-
 
 def _sync_generator(ctx, **attrs):
     ctx.sync_generator(**attrs)
@@ -67,7 +64,7 @@ ROWS = [
           shard=pointwise(), placed_by_signal=True),
     # The session's random generator state, from worker `source` to `targets`, so that a
     # draw on them continues the session's sequence (see keep_generators_in_step).
-    OpDef('sync_generator', _nothing, _sync_generator, _sync_generator, effects=True,
+    OpDef('sync_generator', no_outputs, _sync_generator, _sync_generator, effects=True,
           communication=True),
     # `x.copy_(y)` and load_state_dict: y's values where x was.
     OpDef('copy_into', _copy_into_type, lambda destination, source: source.clone(),

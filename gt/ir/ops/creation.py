@@ -52,7 +52,7 @@ def _scalar_type(types: tuple, dtype: str, slot: int):
     return (TensorType((), check_dtype('scalar', dtype)),)
 
 
-def _nothing(types: tuple, **_: object) -> tuple[TensorType, ...]:
+def no_outputs(types: tuple, **_: object) -> tuple[TensorType, ...]:
     return ()
 
 
@@ -136,6 +136,6 @@ ROWS = [
     OpDef('scalar', _scalar_type, _scalar, _scalar, source=True),
     # Data the client sent along with the message (gt.tensor, gt.from_numpy).
     OpDef('from_numpy', _of_shape('from_numpy'), _data, _data, source=True),
-    OpDef('manual_seed', _nothing, _torch_manual_seed, _numpy_manual_seed,
+    OpDef('manual_seed', no_outputs, _torch_manual_seed, _numpy_manual_seed,
           source=True, effects=True),
 ]
