@@ -153,7 +153,7 @@ def _index_and_expand(b, x, other):
 
 
 def _reductions(b, x, other):
-    spread = b.emit('var', x, dim=[2], correction=1, keepdim=True)
+    spread = b.emit('var', x, dim=[2], correction=0, keepdim=True)
     top, _ = b.emit('max_dim', x, dim=1, keepdim=True)
     return b.emit('add', b.emit('sub', x, top), spread)
 
