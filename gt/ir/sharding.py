@@ -3,10 +3,11 @@
 A rule sees the *kinds* of its inputs' placements over the worker set the op runs on:
 `'R'` (replicated), `'P'` (partial sums) or an int `axis` (sharded on that axis), with
 the inputs' and outputs' global types and the op's attrs. It returns the kinds it needs
-its inputs in (the move-insertion pass makes them so) and the kinds of its outputs, or
-None when it has no sharded way to run: then every input is gathered and the op runs
-replicated. Slower, never wrong. Like DTensor's per-op strategies, the rules live in
-the op table's rows; this module holds the families the rows share.
+its inputs in (the move-insertion pass makes them so), the kinds of its outputs and,
+if it needs them, attrs to run that way; or None when it has no sharded way to run:
+then every input is gathered and the op runs replicated. Slower, never wrong. Like
+DTensor's per-op strategies, the rules live in the op table's rows; this module holds
+the families the rows share.
 """
 
 from typing import Any, Callable
@@ -15,7 +16,7 @@ from gt.ir.graph import TensorType
 from gt.ir.type_rules import normalize_dim, normalize_dims
 
 Kind = str | int
-Decision = tuple[tuple[Kind, ...], tuple[Kind, ...]] | None
+Decision = tuple | None  # (input kinds, output kinds[, attrs to run with])
 Rule = Callable[..., Decision]
 
 
@@ -64,10 +65,11 @@ def pointwise(linearity: str | None = None) -> Rule:
     return rule
 
 
-def reduction(sums: bool = False, linear: bool = False) -> Rule:
+def reduction(sums: bool = False, linear: bool = False, averages: bool = False) -> Rule:
     """Reductions over `dim` (None: all) with `keepdim`. A shard on a kept axis stays a
-    shard; on a reduced axis a sum leaves partial sums, other reductions gather. A linear
-    one (sum, mean) of partial sums is a partial sum."""
+    shard; on a reduced axis a sum leaves partial sums, and so does a mean, told the
+    whole count to divide by (each worker's term is its sum over all the elements);
+    other reductions gather. A linear one (sum, mean) of partial sums is a partial sum."""
     def rule(kinds, inputs, outputs, keepdim=False, **attrs):
         (kind,), (value,) = kinds, inputs
         if kind == 'P':
@@ -76,6 +78,11 @@ def reduction(sums: bool = False, linear: bool = False) -> Rule:
             return None
         dims = normalize_dims('', attrs.get('dim'), len(value.shape))
         if kind in dims:
+            if averages:
+                count = 1
+                for axis in dims:
+                    count *= value.shape[axis]
+                return (kind,), ('P',) * len(outputs), {'count': count}
             return ((kind,), ('P',) * len(outputs)) if sums else None
         mapped = kind if keepdim else kind - sum(d < kind for d in dims)
         return (kind,), (mapped,) * len(outputs)

@@ -106,6 +106,7 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
         scope = scopes.get(node.scope)
         row = OPS[node.op]
         needed: tuple = ()
+        attrs = node.attrs
         if _anywhere(node, inputs):
             outputs = node.outputs  # placed below, where its users are
         elif row.source:
@@ -129,12 +130,14 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
             types = tuple(value.type for value in inputs)
             out_types = tuple(value.type for value in node.outputs)
             decision = row.shard(kinds, types, out_types, **node.attrs) if row.shard else None
-            wanted, made = decision or replicated(inputs, node.outputs)
+            wanted, made, *changed = decision or replicated(inputs, node.outputs)
+            if changed:
+                attrs = {**node.attrs, **changed[0]}
             needed = tuple(placement_of(kind, workers) for kind in wanted)
             outputs = tuple(value.placed(placement_of(kind, workers))
                             for value, kind in zip(node.outputs, made))
         placed.update((id(old), new) for old, new in zip(node.outputs, outputs))
-        nodes.append(Node(node.op, inputs, outputs, node.attrs, node.scope, node.note,
+        nodes.append(Node(node.op, inputs, outputs, attrs, node.scope, node.note,
                           node.location, needed))
     return _place_anywhere_values(graph.replace(
         nodes=tuple(nodes), outputs=tuple(placed[id(value)] for value in graph.outputs)),

@@ -134,3 +134,26 @@ def test_draws_where_the_generator_is_behind_get_its_state_first():
     assert generator_holders_after(after_seed, options) == (0, 2)
     alone = b.graph(small).replace(nodes=b.graph(small).nodes[:1])
     assert generator_holders_after(run_pipeline(alone, options), options) == (1,)
+
+
+def test_a_mean_over_the_sharded_axis_leaves_partial_sums_of_the_whole_mean():
+    import numpy as np
+
+    from gt.ir import OPS
+
+    b = GraphBuilder()
+    x = b.input((10, 3), Shard(0, (0, 1, 2)))
+    mean = b.emit('mean', x, dim=None, keepdim=False)
+    column = b.emit('mean', x, dim=[0], keepdim=True)
+    graph = b.graph(mean, column)
+    inputs = [torch.randn(10, 3)]
+    actual, placed = run_sharded(graph, PipelineOptions((0, 1, 2), 0), inputs)
+    assert [(n.outputs[0].placement, n.attrs.get('count')) for n in placed.nodes] == [
+        (Partial((0, 1, 2)), 30), (Partial((0, 1, 2)), 10)]
+    for got, want in zip(actual, run_whole(graph, inputs)):
+        torch.testing.assert_close(got, want)
+    part = inputs[0][:4]  # worker 0's rows: its term of the whole mean
+    torch.testing.assert_close(OPS['mean'].torch(part, dim=None, keepdim=False, count=30),
+                               part.sum() / 30)
+    np.testing.assert_allclose(OPS['mean'].numpy(part.numpy(), dim=None, keepdim=False,
+                                                 count=30), part.sum().item() / 30, rtol=1e-6)

@@ -112,6 +112,27 @@ def _np_reduce(fn):
     return run
 
 
+def _mean_type(types, dim, keepdim, count=None):
+    """`count`, set only by the sharding rule, is how many elements the whole mean spans
+    when this worker reduces only its shard of them."""
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool)
+                              or count < 1):
+        raise ValueError(f'mean: count must be a positive int, got {count!r}')
+    return _reduction('mean', _floating_dtype('mean'))(types, dim, keepdim)
+
+
+def _mean(x, dim, keepdim, count=None):
+    if count is None:
+        return torch.mean(x, dim=dim, keepdim=keepdim)
+    return torch.sum(x, dim=dim, keepdim=keepdim) / count
+
+
+def _np_mean(x, dim, keepdim, count=None):
+    if count is None:
+        return _np_reduce(np.mean)(x, dim, keepdim)
+    return (_np_reduce(np.sum)(x, dim, keepdim) / count).astype(x.dtype)
+
+
 def _np_sum(x, dim, keepdim):
     dtype = np.int64 if x.dtype.kind in 'biu' else arrays.wide(x).dtype
     out = np.sum(x, axis=arrays.axis(x, dim), keepdims=keepdim, dtype=dtype)
@@ -245,9 +266,8 @@ ROWS = [
     OpDef('sum', _reduction('sum', _sum_dtype),
           lambda x, dim, keepdim: torch.sum(x, dim=dim, keepdim=keepdim), _np_sum,
           grad=_sum_grad, shard=reduction(sums=True, linear=True)),
-    OpDef('mean', _reduction('mean', _floating_dtype('mean')),
-          lambda x, dim, keepdim: torch.mean(x, dim=dim, keepdim=keepdim), _np_reduce(np.mean),
-          grad=_mean_grad, shard=reduction(linear=True)),
+    OpDef('mean', _mean_type, _mean, _np_mean, grad=_mean_grad,
+          shard=reduction(linear=True, averages=True)),
     OpDef('amax', _reduction('amax', nonempty=True), _amax, _np_reduce(np.amax),
           grad=_amax_grad, shard=reduction()),
     OpDef('amin', _reduction('amin', nonempty=True), _amin, _np_reduce(np.amin),
