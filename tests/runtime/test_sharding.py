@@ -230,3 +230,56 @@ def test_draws_run_only_where_their_values_go_and_still_equal_torchs(four):
     torch.testing.assert_close(drawn[0], torch.randn(1024, 256))
     torch.testing.assert_close(drawn[1], torch.rand(5))
     assert sorted(busy)[:3] == [0, 0, 0], busy  # only the home worker ran the small draws
+
+
+CONCURRENT_CLIENT = '''
+import json, os
+import numpy as np
+import gt
+
+gt.connect(os.environ['GT_ADDRESS'])
+seed = int(os.environ['SEED'])
+workers = [[0, 1, 2, 3], [1, 2], [3, 0, 2]][seed % 3]
+gt.register_config('data', gt.SignalConfig(shard=gt.ShardConfig(axis=0, workers=workers)))
+rng = np.random.default_rng(seed)
+x = gt.from_numpy(rng.standard_normal((24, 8)).astype(np.float32))
+w = gt.from_numpy(rng.standard_normal((8, 3)).astype(np.float32)).requires_grad_()
+losses = []
+for step in range(30):
+    with gt.signal.context('data'):
+        loss = (gt.signal.tensor(x, name='data') @ w).tanh().pow(2).mean()
+    loss.backward()
+    with gt.no_grad():
+        w -= 0.1 * w.grad
+    w.grad = None
+    losses.append(loss.item())
+print(json.dumps({'losses': losses, 'w': w.data.tolist()}))
+'''
+
+
+@pytest.mark.time_limit(150)
+def test_several_clients_shard_over_shared_workers_at_once(four):
+    import json
+
+    from gt_test_support import finish_script, start_script
+
+    seeds = (3, 4, 5)
+    scripts = [start_script(CONCURRENT_CLIENT, env={'GT_ADDRESS': four.address,
+                                                    'SEED': str(seed)}) for seed in seeds]
+    results = [finish_script(script, timeout=140) for script in scripts]
+    for seed, result in zip(seeds, results):
+        assert result.returncode == 0, result.explain()
+        got = json.loads(result.stdout)
+        rng = np.random.default_rng(seed)
+        x = torch.from_numpy(rng.standard_normal((24, 8)).astype(np.float32))
+        w = torch.from_numpy(rng.standard_normal((8, 3)).astype(np.float32)).requires_grad_()
+        losses = []
+        for _ in range(30):
+            loss = (x @ w).tanh().pow(2).mean()
+            loss.backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+            w.grad = None
+            losses.append(loss.item())
+        np.testing.assert_allclose(got['losses'], losses, rtol=1e-5)
+        np.testing.assert_allclose(got['w'], w.detach().numpy(), rtol=1e-5, atol=1e-6)
