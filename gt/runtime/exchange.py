@@ -112,8 +112,9 @@ class Mover(ABC):
                 if assembly.receiver == me:
                     continue
                 for piece in assembly.pieces:
-                    if piece.sender == me:
-                        self._send(assembly.receiver, key, self._cut(value, piece.region))
+                    if piece.sender == me:  # a view: sending copies it out anyway
+                        self._send(assembly.receiver, key,
+                                   self._cut(value, piece.region, keep=False))
         result = None
         for assembly in plan:
             if assembly.receiver == me:
@@ -123,7 +124,9 @@ class Mover(ABC):
                 result = self._combine(assembly, parts, shape, dtype, decode_placement(target))
         return result
 
-    def _cut(self, value: Any, region: tuple) -> Any:
+    def _cut(self, value: Any, region: tuple, keep: bool = True) -> Any:
+        """The region of `value`; a part this worker keeps is a copy, so that it does not
+        hold the whole value's memory alive."""
         if isinstance(value, Failed) or not region:
             return value
         index = [slice(None)] * len(value.shape)
@@ -131,7 +134,10 @@ class Mover(ABC):
         for axis, start, stop in region:
             index[axis] = slice(start, stop)
             whole = whole and start == 0 and stop == value.shape[axis]
-        return value if whole else self.engine.copy(value[tuple(index)])
+        if whole:
+            return value
+        part = value[tuple(index)]
+        return self.engine.copy(part) if keep else part
 
     def _combine(self, assembly: Any, parts: list, shape: list, dtype: str,
                  target: Any) -> Any:
