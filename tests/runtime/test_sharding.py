@@ -283,3 +283,26 @@ def test_several_clients_shard_over_shared_workers_at_once(four):
             losses.append(loss.item())
         np.testing.assert_allclose(got['losses'], losses, rtol=1e-5)
         np.testing.assert_allclose(got['w'], w.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.time_limit(120)
+def test_the_numpy_engine_shards_and_moves_too(start_cluster):
+    """The reference engine runs the same moves and generator copies: a draw placed
+    anywhere equals the same draw made on one worker."""
+    private = start_cluster(workers=3, backend='numpy')
+    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0)))
+    weight = np.arange(4, dtype=np.float32).reshape(2, 2)
+    with connected(private.address):
+        gt.manual_seed(3)
+        first = gt.randn(3)  # on the home worker only
+        with gt.signal.context('rows'):
+            x = gt.randn(7, 2)  # 3, 3 and 1 rows, after the others' generators catch up
+            doubled_sums = (x * 2).sum(dim=0)
+        top = (x @ gt.from_numpy(weight)).amax(dim=0)
+        values = first.numpy(), x.numpy(), doubled_sums.numpy(), top.numpy()
+        gt.manual_seed(3)
+        again = gt.randn(3).numpy(), gt.randn(7, 2).numpy()
+    np.testing.assert_array_equal(again[0], values[0])
+    np.testing.assert_array_equal(again[1], values[1])
+    np.testing.assert_allclose(values[2], values[1].sum(0) * 2, rtol=1e-5)
+    np.testing.assert_allclose(values[3], (values[1] @ weight).max(0), rtol=1e-5)
