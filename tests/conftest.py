@@ -249,11 +249,15 @@ def four():
 
 
 @pytest.fixture
-def fresh_configs():
-    """No signal configs before or after the test (they are process-wide)."""
+def fresh_configs(monkeypatch):
+    """No signal configs before or after the test (they are process-wide), and GT_VERBOSE
+    unset, its warnings not yet given."""
+    import gt
     from gt.config import clear_configs
 
     clear_configs()
+    monkeypatch.setattr(gt.signal, '_warned', set())  # GT_VERBOSE warns once per process
+    monkeypatch.delenv('GT_VERBOSE', raising=False)
     yield
     clear_configs()
 

@@ -134,13 +134,7 @@ parameter_updates:
 QUICK_YAML = SEED_EXAMPLES['quick'][0]
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    clear_configs()
-    monkeypatch.setattr(gt.signal, '_warned', set())  # GT_VERBOSE warns once per process
-    monkeypatch.delenv('GT_VERBOSE', raising=False)
-    yield
-    clear_configs()
+pytestmark = pytest.mark.usefixtures('fresh_configs')
 
 
 def write(tmp_path, text: str, name: str = 'config.yaml') -> str:

@@ -7,16 +7,8 @@ import pytest
 
 import gt
 from gt import SignalConfig
-from gt.config import clear_configs
 
-
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    clear_configs()
-    monkeypatch.setattr(gt.signal, '_warned', set())  # GT_VERBOSE warns once per process
-    monkeypatch.delenv('GT_VERBOSE', raising=False)
-    yield
-    clear_configs()
+pytestmark = pytest.mark.usefixtures('fresh_configs')
 
 
 def test_no_scope_is_open_by_default():

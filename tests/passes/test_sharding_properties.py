@@ -68,6 +68,23 @@ def _where(b, x, other):
     return b.emit('where', b.emit('gt', x, other), x, b.emit('mul', other, b.number(2.0)))
 
 
+def _check_chain(builder: GraphBuilder, x, other, steps, options: PipelineOptions) -> None:
+    """Apply `steps` in turn from x, keep every result, and compare the sharded run with
+    the whole one on random data."""
+    value, kept = x, []
+    for step in steps:
+        value = step(builder, value, other)
+        kept.append(value)
+    graph = builder.graph(*kept)
+    inputs = [torch.randn(x.shape, generator=torch.Generator().manual_seed(seed))
+              for seed in (0, 1)]
+    expected = run_whole(graph, inputs, literals=builder.literals)
+    actual, placed = run_sharded(graph, options, inputs, literals=builder.literals)
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True,
+                                   msg=lambda m: f'{m}\n{placed}')
+
+
 STEPS = [_pointwise, _scale, _matmul, _sum_rows, _mean_cols, _softmax, _max, _reshape,
          _cat_slice, _where]
 
@@ -82,20 +99,8 @@ def test_random_chains_equal_torch_on_any_placement(data):
     x = builder.input((rows, cols), data.draw(placements((rows, cols), workers)))
     other = builder.input((rows, cols), data.draw(placements((rows, cols), workers)))
     steps = data.draw(st.lists(st.sampled_from(STEPS), min_size=1, max_size=5))
-    value = x
-    kept = []
-    for step in steps:
-        value = step(builder, value, other)
-        kept.append(value)
-    graph = builder.graph(*kept)
-    torch.manual_seed(0)
-    inputs = [torch.randn(rows, cols), torch.randn(rows, cols)]
-    options = PipelineOptions(workers, data.draw(st.sampled_from(workers)))
-    expected = run_whole(graph, inputs, literals=builder.literals)
-    actual, placed = run_sharded(graph, options, inputs, literals=builder.literals)
-    for got, want in zip(actual, expected):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True,
-                                   msg=lambda m: f'{m}\n{placed}')
+    _check_chain(builder, x, other, steps, PipelineOptions(workers, data.draw(
+        st.sampled_from(workers))))
 
 
 @settings(max_examples=25, deadline=None)
@@ -186,16 +191,6 @@ def test_random_3d_chains_equal_torch_on_any_placement(data):
     builder = GraphBuilder()
     x = builder.input(shape, data.draw(placements(shape, workers)))
     other = builder.input(shape, data.draw(placements(shape, workers, partial_ok=False)))
-    value, kept = x, []
-    for step in data.draw(st.lists(st.sampled_from(STEPS_3D), min_size=1, max_size=4)):
-        value = step(builder, value, other)
-        kept.append(value)
-    graph = builder.graph(*kept)
-    torch.manual_seed(1)
-    inputs = [torch.randn(shape), torch.randn(shape)]
-    options = PipelineOptions(workers, data.draw(st.sampled_from(workers)))
-    expected = run_whole(graph, inputs, literals=builder.literals)
-    actual, placed = run_sharded(graph, options, inputs, literals=builder.literals)
-    for got, want in zip(actual, expected):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True,
-                                   msg=lambda m: f'{m}\n{placed}')
+    steps = data.draw(st.lists(st.sampled_from(STEPS_3D), min_size=1, max_size=4))
+    _check_chain(builder, x, other, steps, PipelineOptions(workers, data.draw(
+        st.sampled_from(workers))))
