@@ -19,10 +19,15 @@ def get_dispatcher_stats() -> dict:
 
 
 def print_worker_stats() -> None:
+    """One line per worker: device, tensors held, ops run, and the bytes of moves."""
     for worker in get_worker_stats():
+        moved = ''
+        if worker['peer_bytes_sent'] or worker['peer_bytes_received']:
+            moved = (f", {worker['peer_bytes_sent']:,} bytes sent to peers and "
+                     f"{worker['peer_bytes_received']:,} received")
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
-              f"{worker['ops']} ops in {worker['programs_run']} programs")
+              f"{worker['ops']} ops in {worker['programs_run']} programs{moved}")
 
 
 def dump_ir(show: bool = True, workers: bool = False) -> str:
