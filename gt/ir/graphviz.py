@@ -12,6 +12,8 @@ from gt.ir.ops import OPS
 from gt.ir.printer import format_type
 
 PALETTE = ('#e8f0fe', '#e6f4ea', '#fef7e0', '#fce8e6', '#f3e8fd', '#e4f7fb')
+NODE_STYLE = 'style=filled, fillcolor=white'
+MOVE_STYLE = 'style="filled,bold", fillcolor="#fde0dc"'
 
 
 def _workers(node: Node) -> tuple[int, ...]:
@@ -37,11 +39,9 @@ def graph_to_dot(graph: Graph) -> str:
     for position, node in enumerate(graph.nodes):
         name = f'n{position}'
         workers = _workers(node)
-        moving = OPS[node.op].communication
         label = node.op + (f'\\n{format_type(node.outputs[0])}' if node.outputs else '')
+        style = MOVE_STYLE if OPS[node.op].communication else NODE_STYLE
         for worker in workers:
-            style = 'style="filled,bold", fillcolor="#fde0dc"' if moving else 'style=filled, ' \
-                'fillcolor=white'
             clusters.setdefault(worker, []).append(f'{name}_w{worker} [label="{label}", {style}];')
         for value in node.inputs:
             edges += _edges(producer.get(id(value)), value, name, node, workers)

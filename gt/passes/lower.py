@@ -54,9 +54,9 @@ class _Split:
             self.inputs.setdefault(worker, []).append((self.position[id(value)], local))
         return values[id(value)]
 
-    def define(self, worker: int, value: Value, shape: tuple[int, ...] | None = None) -> Value:
-        shape = local_shape(value.shape, value.placement, worker) if shape is None else shape
-        local = Value(shape, value.dtype, value.placement)
+    def define(self, worker: int, value: Value) -> Value:
+        local = Value(local_shape(value.shape, value.placement, worker), value.dtype,
+                      value.placement)
         self.local.setdefault(worker, {})[id(value)] = local
         return local
 
@@ -70,7 +70,8 @@ def lower(graph: Graph, options: PipelineOptions) -> dict[int, WorkerProgram]:
     tag = 0
     for node in graph.nodes:
         row = OPS[node.op]
-        if node.op == 'sync_generator':
+        if row.communication and not node.inputs:
+            # sync_generator moves state, not a value, between the workers its attrs name.
             for worker in (node.attrs['source'], *node.attrs['targets']):
                 split.add(worker, node, (), (), dict(node.attrs, tag=tag))
             tag += 1

@@ -43,6 +43,9 @@ class Worker:
         self.socket = dealer(endpoint, self.identity)
         self.exchange = PeerExchange(self.engine, sockets.gethostname())
         self.backlog: deque = deque()  # dispatcher messages read while waiting for a peer
+        self.poller = zmq.Poller()  # for those waits: a piece, or news from the dispatcher
+        self.poller.register(self.exchange.socket, zmq.POLLIN)
+        self.poller.register(self.socket, zmq.POLLIN)
         self.values: dict[int, dict[int, Any]] = {}
         self.contexts: dict[int, Any] = {}
         self.errors: dict[int, list] = {}
@@ -88,10 +91,7 @@ class Worker:
     def _wait_for_peer(self, peer_socket: Any, milliseconds: int) -> bool:
         """Wait until a piece arrives; meanwhile apply membership news at once (it may end
         the wait) and keep other dispatcher messages for later."""
-        poller = zmq.Poller()
-        poller.register(peer_socket, zmq.POLLIN)
-        poller.register(self.socket, zmq.POLLIN)
-        ready = dict(poller.poll(milliseconds))
+        ready = dict(self.poller.poll(milliseconds))
         if self.socket in ready:
             try:
                 message, frames = receive(self.socket)

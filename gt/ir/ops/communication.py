@@ -27,6 +27,7 @@ def _move(ctx, *value, **attrs):
 # Moves between the same workers, by pattern; `transfer` between different worker sets.
 MOVES = ('shard', 'all_gather', 'all_reduce', 'reduce_scatter', 'all_to_all', 'transfer')
 
+
 def _sync_generator(ctx, **attrs):
     ctx.sync_generator(**attrs)
     return ()
