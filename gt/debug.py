@@ -19,15 +19,23 @@ def get_dispatcher_stats() -> dict:
 
 
 def print_worker_stats() -> None:
-    """One line per worker: device, tensors held, ops run, and the bytes of moves."""
+    """One line per worker: device, tensors held, ops run, the bytes of moves, and what
+    it compiled (programs, seconds spent, failures, runs that used compiled code)."""
     for worker in get_worker_stats():
-        moved = ''
+        moved = compiled = ''
         if worker['peer_bytes_sent'] or worker['peer_bytes_received']:
             moved = (f", {worker['peer_bytes_sent']:,} bytes sent to peers and "
                      f"{worker['peer_bytes_received']:,} received")
+        if worker.get('compiled_regions') or worker.get('compile_failures') or worker.get(
+                'compiles_pending'):
+            compiled = (f"; compiled {worker['compiled_programs']} programs "
+                        f"({worker['compiled_regions']} regions) in "
+                        f"{worker['compile_seconds']:.1f} s, {worker['compile_failures']} "
+                        f"failed, {worker['compiles_pending']} pending, "
+                        f"{worker['compiled_runs']} runs used them")
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
-              f"{worker['ops']} ops in {worker['programs_run']} programs{moved}")
+              f"{worker['ops']} ops in {worker['programs_run']} programs{moved}{compiled}")
 
 
 def dump_ir(show: bool = True, workers: bool = False) -> str:

@@ -22,7 +22,7 @@ import zmq
 
 from gt import config
 from gt.ir.dtypes import NUMPY_DTYPES
-from gt.runtime import shared_memory
+from gt.runtime import compile_settings, shared_memory
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
@@ -85,6 +85,7 @@ class Client:
         # Move everything imported so far (torch's many objects) out of the collector's
         # sight: otherwise each full collection scans them all, a pause of tens of ms.
         gc.freeze()
+        self.compile_wish = compile_settings.requested()  # a bad GT_COMPILE_BACKEND raises here
         self.endpoint = endpoint
         self.server = server
         self.pid = os.getpid()
@@ -142,7 +143,8 @@ class Client:
                     print(f'gt: signal {name!r} names workers {missing}, but only '
                           f'{len(self.workers)} joined; it runs on those there are',
                           file=sys.stderr)
-        send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None))
+        send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
+                                   self.compile_wish))
 
     # ---- recording -----------------------------------------------------------------------
     def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
@@ -343,6 +345,7 @@ def current() -> Client:
         # Inherited through fork: this process gets a session of its own on the same server.
         _client = Client(_client.endpoint, wait_for_workers=1)
     if _client is None:
+        compile_settings.requested()  # raise for a bad setting before starting anything
         server = LocalServer(_auto_workers)
         try:
             _client = Client(server.endpoint, _auto_workers, server)

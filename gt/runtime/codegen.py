@@ -4,48 +4,60 @@ A program the worker has run before is turned into one Python function: each op 
 one line calling the op table's implementation, and each intermediate is deleted after
 its last use, as eager PyTorch would free it. This removes the interpreter's per-op
 bookkeeping; the numbers are the same because the same functions run in the same order.
+The same generator writes a compiled program's driver, where a line may call a whole
+compiled region instead of one op (see gt.runtime.regions).
 """
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 
-def generate(steps: list, n_inputs: int, keep: list[tuple[int, int]]) -> Callable:
-    """`steps` are the program's `(function, source, in_slots, attrs, n_outputs, op)`;
-    returns `run(inputs, context) -> [value of each kept slot]`."""
-    kept_slots = {slot for slot, _ in keep}
+class Step(NamedTuple):
+    """One call: `function(ctx?, *slots[in_slots], **attrs)` defining `out_slots`."""
+
+    function: Callable
+    takes_context: bool
+    in_slots: tuple
+    attrs: dict
+    out_slots: tuple
+    op: str
+    returns_sequence: bool  # a list or tuple of outputs (else the one output itself)
+
+
+def generate(steps: list[Step], input_slots: list[int], result_slots: list[int]) -> Callable:
+    """Return `run(inputs, context) -> [value of each result slot]`, where `inputs` are
+    the values of `input_slots` in order."""
+    kept = set(result_slots)
     last_use: dict[int, int] = {}
-    for index, (_, _, in_slots, _, _, _) in enumerate(steps):
-        for slot in in_slots:
+    for index, step in enumerate(steps):
+        for slot in step.in_slots:
             last_use[slot] = index
     namespace: dict[str, Any] = {}
     lines = ['def run(inputs, ctx):']
-    if n_inputs:
-        lines.append(f'    {", ".join(f"s{i}" for i in range(n_inputs))}, = inputs')
-    slot = n_inputs
-    for index, (function, source, in_slots, attrs, n_outputs, _) in enumerate(steps):
-        namespace[f'f{index}'] = function
-        args = [f's{i}' for i in in_slots]
-        if source:
+    if input_slots:
+        lines.append(f'    {", ".join(f"s{i}" for i in input_slots)}, = inputs')
+    for index, step in enumerate(steps):
+        namespace[f'f{index}'] = step.function
+        args = [f's{i}' for i in step.in_slots]
+        if step.takes_context:
             args.insert(0, 'ctx')
-        if attrs:
-            namespace[f'a{index}'] = attrs
+        if step.attrs:
+            namespace[f'a{index}'] = step.attrs
             args.append(f'**a{index}')
         call = f'f{index}({", ".join(args)})'
-        outputs = [f's{slot + k}' for k in range(n_outputs)]
-        if n_outputs == 0:
+        outputs = [f's{slot}' for slot in step.out_slots]
+        if not outputs:
             lines.append(f'    {call}')
-        elif n_outputs == 1:
-            lines.append(f'    {outputs[0]} = {call}')
-        else:
+        elif step.returns_sequence:
             lines.append(f'    {", ".join(outputs)}, = {call}')
-        dead = [f's{i}' for i in sorted(set(in_slots))
-                if last_use[i] == index and i not in kept_slots]
-        dead += [name for k, name in enumerate(outputs)
-                 if slot + k not in last_use and slot + k not in kept_slots]
+        else:
+            lines.append(f'    {outputs[0]} = {call}')
+        dead = [f's{i}' for i in sorted(set(step.in_slots))
+                if last_use[i] == index and i not in kept]
+        dead += [f's{slot}' for slot in step.out_slots
+                 if slot not in last_use and slot not in kept]
         if dead:
             lines.append(f'    del {", ".join(dead)}')
-        slot += n_outputs
-    lines.append(f'    return [{", ".join(f"s{s}" for s, _ in keep)}]')
+    lines.append(f'    return [{", ".join(f"s{s}" for s in result_slots)}]')
     source = '\n'.join(lines)
     exec(compile(source, '<gt program>', 'exec'), namespace)
     run = namespace['run']

@@ -20,6 +20,8 @@ import zmq
 from gt.ir import Replicate, format_graph
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
+from gt.runtime import compile_settings
+from gt.runtime.compile_settings import CompileSettings
 from gt.runtime.fragment import FragmentError
 from gt.runtime.peers import PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner, WorkerPlan
@@ -75,6 +77,8 @@ class Dispatcher:
         self.program_ids: OrderedDict[bytes, int] = OrderedDict()
         self.program_counter = itertools.count()
         self.planner = Planner()
+        # Compiling for clients that do not say (see gt.runtime.compile_settings).
+        self.compile_default = compile_settings.requested()
         self.next_session = 0
         self.next_request = 0
         # Tensor bytes sent to workers, and how many of them came from clients (from_numpy
@@ -168,6 +172,8 @@ class Dispatcher:
         session = self.sessions.get(identity)
         if session is not None:
             session.configure(message.configs, message.auto_shard_elements)
+            session.compile = CompileSettings.resolve(
+                message.compile, self.compile_default, session.compile_signals(message.configs))
 
     def submit(self, identity: bytes, message: Submit, frames: list) -> None:
         session = self.sessions.get(identity)
@@ -246,7 +252,7 @@ class Dispatcher:
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
                                   session.home_worker, session.configs,
                                   session.auto_shard_elements, session.generator_holders)
-        plan = self.planner.plan(message.structure, external_types, options)
+        plan = self.planner.plan(message.structure, external_types, options, session.compile)
         session.last_plan = plan
         session.generator_holders = plan.generator_holders
         for local, shape, dtype, placement in plan.kept:

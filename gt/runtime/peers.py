@@ -6,6 +6,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from gt.ir import Partial
+from gt.runtime.compile_settings import CompileSettings
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Session:
     configs: tuple = ()  # (signal name, shard axis, workers), as PipelineOptions takes them
     auto_shard_elements: int | None = None
     generator_holders: tuple | None = None  # see gt.passes.keep_generators_in_step
+    compile: CompileSettings = CompileSettings()
 
     def configure(self, configs: object, auto_shard_elements: object) -> None:
         """Take the client's signal configs (gt.config.wire_form); malformed entries, which
@@ -54,6 +56,14 @@ class Session:
         self.configs = tuple(sorted(kept, key=lambda config: config[0]))
         self.auto_shard_elements = (auto_shard_elements if isinstance(auto_shard_elements, int)
                                     else None)
+
+    @staticmethod
+    def compile_signals(configs: object) -> tuple[str, ...]:
+        """The signals whose config says `compile: true` (the wire form's 4th field)."""
+        if not isinstance(configs, dict):
+            return ()
+        return tuple(sorted(name for name, spec in configs.items() if isinstance(name, str)
+                            and isinstance(spec, list) and len(spec) > 3 and spec[3] is True))
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gt.ir import OPS, Graph, Partial, Replicate, Value
 from gt.ir.placement import Placement
 from gt.passes import PipelineOptions, generator_holders_after, lower, run_pipeline
+from gt.runtime.compile_settings import CompileSettings
 from gt.runtime.fragment import decode_structure
 from gt.runtime.program import encode_program
 
@@ -41,23 +42,23 @@ class Planner:
         self.hits = 0
         self.misses = 0
 
-    def plan(self, structure: bytes, external_types: list[tuple], options: PipelineOptions) -> Plan:
-        key = (structure, tuple(external_types), options)
+    def plan(self, structure: bytes, external_types: list[tuple], options: PipelineOptions,
+             compile_settings: CompileSettings = CompileSettings()) -> Plan:
+        key = (structure, tuple(external_types), options, compile_settings)
         plan = self.cache.get(key)
         if plan is not None:
             self.hits += 1
             self.cache.move_to_end(key)
             return plan
         self.misses += 1
-        plan = self._build(structure, external_types, options)
+        plan = self._build(structure, external_types, options, compile_settings)
         self.cache[key] = plan
         if len(self.cache) > PLAN_CACHE_SIZE:
             self.cache.popitem(last=False)
         return plan
 
-    def _build(
-        self, structure: bytes, external_types: list[tuple], options: PipelineOptions
-    ) -> Plan:
+    def _build(self, structure: bytes, external_types: list[tuple], options: PipelineOptions,
+               compile_settings: CompileSettings) -> Plan:
         fragment = decode_structure(structure, external_types)
         graph = run_pipeline(fragment.graph, options)
         # Passes keep the graph's outputs in order, so they still line up with `kept`.
@@ -80,7 +81,7 @@ class Planner:
                     inputs.append(replica.position)
             programs.append(WorkerPlan(
                 worker,
-                encode_program(program.graph, keep),
+                encode_program(program.graph, keep, compile_settings.program_spec(program.graph)),
                 inputs,
                 any(node.op == 'from_numpy' for node in program.graph.nodes),
             ))

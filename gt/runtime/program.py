@@ -11,16 +11,21 @@ from typing import Any
 import msgpack
 
 from gt.ir import OPS, Graph, Value
-from gt.runtime.codegen import generate
+from gt.runtime.codegen import Step, generate
+from gt.runtime.compiled_program import CompiledProgram
+from gt.runtime.compiler import Compiler
 
-# A program run this often is worth turning into a Python function (GT_HOTPATH_THRESHOLD).
+# A program run this often is hot: worth turning into a Python function, and compiling
+# when the session asked for that (GT_HOTPATH_THRESHOLD).
 HOT_RUNS = int(os.environ.get('GT_HOTPATH_THRESHOLD', '2'))
 
 
-def encode_program(graph: Graph, keep: list[tuple[Value, int]]) -> bytes:
+def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: list | None = None
+                   ) -> bytes:
     """`keep` pairs values with the fragment-local indices they are stored under (two
     indices may share a value). Each instruction carries its node's location, so that
-    an error can name the client op."""
+    an error can name the client op. `compile_spec` is None or `[when, backend, steps]`
+    (see gt.runtime.compiled_program)."""
     slot: dict[int, int] = {id(value): index for index, value in enumerate(graph.inputs)}
     instructions = []
     for node in graph.nodes:
@@ -29,7 +34,8 @@ def encode_program(graph: Graph, keep: list[tuple[Value, int]]) -> bytes:
         for value in node.outputs:
             slot[id(value)] = len(slot)
     kept = [(slot[id(value)], local) for value, local in keep]
-    return msgpack.packb((instructions, len(graph.inputs), kept), use_bin_type=True)
+    return msgpack.packb((instructions, len(graph.inputs), kept, compile_spec),
+                         use_bin_type=True)
 
 
 class Failed:
@@ -48,14 +54,13 @@ class Failed:
 class Program:
     """A decoded program, ready to run many times with different inputs."""
 
-    def __init__(self, encoded: bytes, implementation: Any):
-        instructions, self.n_inputs, keep = msgpack.unpackb(
+    def __init__(self, encoded: bytes, implementation: Any, compiler: Compiler | None = None):
+        instructions, self.n_inputs, keep, compile_spec = msgpack.unpackb(
             encoded, raw=False, strict_map_key=False)
         self.keep = [tuple(pair) for pair in keep]
         self.runs = 0
         self.generated = None
-        self.steps = []
-        self.first_output_slot = []
+        self.steps: list[Step] = []
         self.locations = []
         self.moves = set()  # steps that move data: they run even on failed inputs
         slot = self.n_inputs
@@ -64,38 +69,51 @@ class Program:
             if row.communication:
                 self.moves.add(len(self.steps))
             takes_context = row.source or row.communication
-            self.steps.append((implementation(row), takes_context, in_slots, attrs, n_outputs, op))
-            self.first_output_slot.append(slot)
+            self.steps.append(Step(implementation(row), takes_context, tuple(in_slots), attrs,
+                                   tuple(range(slot, slot + n_outputs)), op, n_outputs != 1))
             self.locations.append(location)
             slot += n_outputs
+        self.result_slots = [slot for slot, _ in self.keep]
+        self.compiled = None
+        if compile_spec is not None and compiler is not None:
+            self.compiled = CompiledProgram(self.steps, list(range(self.n_inputs)),
+                                            self.result_slots, compile_spec, compiler, HOT_RUNS)
 
     def run(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
         """Return the kept values (in `keep` order) and the reports of ops that failed.
 
         The first runs are interpreted; from the `HOT_RUNS`-th on, a generated function
-        runs the program. Any failure reruns it interpreted, op by op, to find the culprit
-        (moves that ran already are not repeated: the context remembers their results).
+        runs the program, or its compiled form once ready (when it is to be compiled).
+        Any failure reruns it interpreted, op by op, to find the culprit (moves that ran
+        already are not repeated: the context remembers their results).
         """
         self.runs += 1
         if self.generated is None and self.runs >= HOT_RUNS:
-            self.generated = generate(self.steps, self.n_inputs, self.keep)
-        if self.generated is not None:
+            self.generated = generate(self.steps, list(range(self.n_inputs)), self.result_slots)
+        fast = self.generated
+        if self.compiled is not None and self.runs >= self.compiled.first_run:
+            runner, is_compiled = self.compiled.runner(inputs)
+            if runner is not None:
+                fast = runner
+                self.compiled.compiler.compiled_runs += is_compiled
+        if fast is not None:
             try:
-                return self.generated(inputs, context), []
+                return fast(inputs, context), []
             except Exception:
                 pass
         env, errors = self._interpret(inputs, context, base)
-        return [env[slot] for slot, _ in self.keep], errors
+        return [env[slot] for slot in self.result_slots], errors
 
     def _interpret(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
         env = list(inputs)
         try:
-            for index, (run, source, in_slots, attrs, n_outputs, op) in enumerate(self.steps):
-                args = [env[s] for s in in_slots]
-                result = run(context, *args, **attrs) if source else run(*args, **attrs)
-                if n_outputs == 1:
+            for index, step in enumerate(self.steps):
+                args = [env[s] for s in step.in_slots]
+                result = (step.function(context, *args, **step.attrs) if step.takes_context
+                          else step.function(*args, **step.attrs))
+                if not step.returns_sequence:
                     env.append(result)
-                elif n_outputs:
+                elif step.out_slots:
                     env.extend(result)
         except Exception:
             return self._run_guarded(env, index, context, base)
@@ -103,21 +121,22 @@ class Program:
 
     def _run_guarded(self, env: list, start: int, context: Any, base: int) -> tuple[list, list]:
         """The slow path after a failure: a failed input makes its dependents fail too."""
-        del env[self.first_output_slot[start]:]
+        step = self.steps[start]
+        del env[step.out_slots[0] if step.out_slots else len(env):]
         errors = []
         for index in range(start, len(self.steps)):
-            run, source, in_slots, attrs, n_outputs, op = self.steps[index]
-            args = [env[s] for s in in_slots]
+            step = self.steps[index]
+            args = [env[s] for s in step.in_slots]
             failed = next((a for a in args if isinstance(a, Failed)), None)
             if failed is None or index in self.moves:  # a move tells its peers of failures
                 try:
-                    result = run(context, *args, **attrs) if source else run(*args, **attrs)
-                    results = [result] if n_outputs == 1 else list(result or ())
-                    env.extend(results)
+                    result = (step.function(context, *args, **step.attrs) if step.takes_context
+                              else step.function(*args, **step.attrs))
+                    env.extend(list(result or ()) if step.returns_sequence else [result])
                     continue
                 except Exception as error:
                     message = f'{type(error).__name__}: {error}'
-                    failed = Failed([base, self.locations[index], op, message])
+                    failed = Failed([base, self.locations[index], step.op, message])
                     errors.append(failed.report)
-            env.extend([failed] * n_outputs)
+            env.extend([failed] * len(step.out_slots))
         return env, errors

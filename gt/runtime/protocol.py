@@ -44,11 +44,13 @@ class Submit:
 
 @dataclass(frozen=True)
 class Configure:
-    """The client's signal configs (gt.config.wire_form) and auto-shard threshold (None:
-    off); sent before the first Submit and whenever they change."""
+    """The client's signal configs (gt.config.wire_form), auto-shard threshold (None: off)
+    and compile wish (gt.runtime.compile_settings.requested); sent before the first
+    Submit and whenever they change."""
 
     configs: dict
     auto_shard_elements: int | None
+    compile: list
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import msgpack
 import zmq
 
 from gt.runtime import shared_memory
+from gt.runtime.compiler import Compiler
 from gt.runtime.engines import make_engine
 from gt.runtime.exchange import PeerExchange
 from gt.runtime.program import Failed, Program
@@ -50,6 +51,8 @@ class Worker:
         self.contexts: dict[int, Any] = {}
         self.errors: dict[int, list] = {}
         self.programs: dict[int, Program] = {}
+        # Compiling is torch's: the numpy engine runs every program as generated Python.
+        self.compiler = Compiler() if self.engine.name == 'torch' else None
         self.probes_seen: dict[str, bool] = {}
         self.salt = 0
         self.ops_run = 0
@@ -73,6 +76,8 @@ class Worker:
                 self._serve()
         finally:
             self.exchange.close()
+            if self.compiler is not None:
+                self.compiler.close()
 
     def _serve(self) -> None:
         while True:
@@ -146,7 +151,8 @@ class Worker:
 
     def _run(self, message: RunProgram, values: dict, frames: list) -> None:
         if message.program is not None:
-            self.programs[message.program_id] = Program(message.program, self.engine.implementation)
+            self.programs[message.program_id] = Program(message.program, self.engine.implementation,
+                                                        self.compiler)
         program = self.programs[message.program_id]
         context = self.contexts.get(message.session) or self.contexts.setdefault(
             message.session, self.engine.new_context((self.salt << 16) + message.session))
@@ -214,6 +220,7 @@ class Worker:
             'peer_endpoints': self.exchange.endpoints,
             'peer_bytes_sent': self.exchange.bytes_sent,
             'peer_bytes_received': self.exchange.bytes_received,
+            **(self.compiler.stats() if self.compiler else {}),
         }
         send(self.socket, Stats(message.request, [stats], {}))
 

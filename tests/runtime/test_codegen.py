@@ -12,7 +12,7 @@ ENGINE = TorchEngine('cpu')
 
 
 def program(instructions: list, n_inputs: int, keep: list) -> Program:
-    return Program(msgpack.packb((instructions, n_inputs, keep)), ENGINE.implementation)
+    return Program(msgpack.packb((instructions, n_inputs, keep, None)), ENGINE.implementation)
 
 
 def test_generated_code_matches_the_interpreter_with_attrs_sources_and_multiple_outputs():
@@ -26,7 +26,7 @@ def test_generated_code_matches_the_interpreter_with_attrs_sources_and_multiple_
     ]
     keep = [(8, 5), (2, 0)]
     interpreted, generated = program(instructions, 2, keep), program(instructions, 2, keep)
-    generated.generated = generate(generated.steps, generated.n_inputs, generated.keep)
+    generated.generated = generate(generated.steps, [0, 1], generated.result_slots)
     x, w = torch.randn(4, 5), torch.randn(5, 3)
     context = ENGINE.new_context(0)
     context.literals = [2.5]
@@ -51,7 +51,7 @@ def test_programs_become_generated_once_hot():
 def test_intermediates_are_deleted_after_their_last_use():
     p = program([('exp', [0], {}, 1, 0), ('neg', [1], {}, 1, 1), ('relu', [2], {}, 1, 2)],
                 1, [(3, 2)])
-    run = generate(p.steps, p.n_inputs, p.keep)
+    run = generate(p.steps, [0], p.result_slots)
     lines = run.source.splitlines()
     assert lines[2:] == [
         '    s1 = f0(s0)', '    del s0',

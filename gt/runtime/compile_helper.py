@@ -1,0 +1,97 @@
+"""The compile helper: a process beside each worker that builds AOTInductor packages.
+
+Inductor spends seconds of Python in tracing, lowering and code generation; in a thread
+of the worker that would hold the interpreter lock for hundreds of milliseconds at a time
+and stall the programs the worker is running (measured: an eager MLP step of 7 ms took
+up to 740 ms while a thread compiled). In a process of its own, at a lower priority, it
+only shares the cores. The helper starts on the first Inductor compile, answers one
+request at a time over its stdin and stdout (length-prefixed msgpack), and ends with its
+worker.
+
+    request:  [region wire form, input specs, package path]
+    reply:    ['ok', seconds]  or  ['error', message, traceback]
+"""
+
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import traceback
+from typing import IO, Any
+
+import msgpack
+
+
+class CompileHelper:
+    """The worker's side: start the helper on first use, and ask it to build a package."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+
+    def build(self, wire: list, specs: list, path: str) -> float:
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        try:
+            _write(self.process.stdin, [wire, specs, path])
+            reply = _read(self.process.stdout)
+        except (EOFError, BrokenPipeError):
+            code = self.process.wait()
+            self.process = None
+            raise RuntimeError(f'the compile helper process exited (code {code})') from None
+        if reply[0] == 'ok':
+            return reply[1]
+        raise RuntimeError(f'{reply[1]}\n--- in the compile helper:\n{reply[2]}')
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'gt.runtime.compile_helper', '--parent', str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def serve(parent: int) -> None:
+    os.nice(10)  # the worker's running programs come first, from the imports on
+    from gt.runtime import aot_package
+    from gt.runtime.transport import exit_with_parent
+
+    exit_with_parent(parent)
+    replies = os.fdopen(os.dup(1), 'wb')
+    os.dup2(2, 1)  # whatever Inductor prints goes to stderr, not into the replies
+    while True:
+        try:
+            wire, specs, path = _read(sys.stdin.buffer)
+        except EOFError:
+            return  # the worker closed the pipe: it is done
+        try:
+            reply = ['ok', aot_package.build(wire, specs, path)]
+        except Exception as error:
+            reply = ['error', f'{type(error).__name__}: {error}', traceback.format_exc()]
+        _write(replies, reply)
+
+
+def _write(stream: IO[bytes], message: Any) -> None:
+    payload = msgpack.packb(message, use_bin_type=True)
+    stream.write(struct.pack('<I', len(payload)) + payload)
+    stream.flush()
+
+
+def _read(stream: IO[bytes]) -> Any:
+    header = stream.read(4)
+    if len(header) < 4:
+        raise EOFError('the other end closed the pipe')
+    (length,) = struct.unpack('<I', header)
+    payload = stream.read(length)
+    if len(payload) < length:
+        raise EOFError('the other end closed the pipe')
+    return msgpack.unpackb(payload, raw=False, strict_map_key=False)
+
+
+if __name__ == '__main__':
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--parent', type=int, required=True)
+    serve(parser.parse_args().parent)

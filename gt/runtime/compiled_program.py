@@ -1,0 +1,117 @@
+"""A program's compiled form: its regions compiled per input layout, switched to when ready.
+
+The dispatcher marks a program for compiling (`[when, backend, steps]`: from its first
+run or once hot, with which backend, and which steps may be compiled, all when None).
+The first run that asks for a layout (the inputs' shapes, strides and dtypes) runs
+eagerly while keeping each region's inputs as examples (values never change), then
+submits the regions to the worker's Compiler. Later runs use the eager generated
+function until every region of that layout has compiled (or failed, and stays eager),
+then a driver that calls the compiled regions between the eager steps. Shapes that
+change make new layouts: each is compiled separately, up to `MAX_LAYOUTS` per program;
+beyond that, new layouts run eagerly.
+"""
+
+from typing import Any, Callable
+
+from gt.ir import OPS
+from gt.runtime.codegen import Step, generate
+from gt.runtime.compiler import Compiler
+from gt.runtime.regions import Region, partition
+
+MAX_LAYOUTS = 4
+MIN_REGION_OPS = 2  # a compiled call costs a few microseconds: one op alone is not worth it
+
+
+class CompiledProgram:
+    def __init__(self, steps: list[Step], input_slots: list[int], result_slots: list[int],
+                 spec: list, compiler: Compiler, hot_runs: int):
+        when, self.backend, marked = spec
+        self.first_run = 1 if when == 'always' else hot_runs
+        self.steps, self.input_slots, self.result_slots = steps, input_slots, result_slots
+        self.compiler = compiler
+        rows = [OPS[step.op] for step in steps]
+        compilable = [not (row.source or row.communication or row.effects)
+                      and (marked is None or index in marked)
+                      for index, row in enumerate(rows)]
+        hoistable = [row.source and not (row.random or row.effects) for row in rows]
+        self.order = partition(steps, compilable, hoistable, result_slots, MIN_REGION_OPS)
+        self.eager_regions = {id(region): _eager(steps, region) for region in self.order
+                              if isinstance(region, Region)}
+        self.layouts: dict[tuple, _Layout] = {}
+
+    def runner(self, inputs: list) -> tuple[Callable | None, bool]:
+        """The function to run these inputs with and whether it is compiled; None while
+        there is nothing compiled for their layout (after starting to compile it)."""
+        if not self.eager_regions:
+            return None, False
+        try:
+            key = tuple((value.shape, value.stride(), value.dtype) for value in inputs)
+        except AttributeError:  # a failed input: the eager path reports it
+            return None, False
+        layout = self.layouts.get(key)
+        if layout is None:
+            if len(self.layouts) >= MAX_LAYOUTS:
+                return None, False
+            layout = self.layouts[key] = _Layout()
+        if layout.driver is not None:
+            return layout.driver, layout.compiled
+        if layout.futures is None:
+            return self._probe(layout), False
+        if all(future.done() for future in layout.futures.values()):
+            layout.compiled = any(not f.exception() for f in layout.futures.values())
+            layout.driver = self._driver(layout)
+            self.compiler.programs_compiled += layout.compiled
+            return layout.driver, layout.compiled
+        return None, False
+
+    def _probe(self, layout: '_Layout') -> Callable:
+        """Run eagerly, noting each region's input layouts; then submit the regions."""
+        examples: dict[int, tuple] = {}
+
+        def recorder(region: Region) -> Callable:
+            eager = self.eager_regions[id(region)]
+
+            def record(*values: Any) -> Any:
+                examples[id(region)] = values
+                return eager(*values)
+            return record
+
+        driver = self._generate(recorder)
+
+        def probe(inputs: list, context: Any) -> list:
+            results = driver(inputs, context)
+            layout.futures = {id(region): self.compiler.submit(self.steps, region,
+                                                               examples[id(region)], self.backend)
+                              for region in self.order if isinstance(region, Region)}
+            return results
+        return probe
+
+    def _driver(self, layout: '_Layout') -> Callable:
+        def chosen(region: Region) -> Callable:
+            future = layout.futures[id(region)]
+            return self.eager_regions[id(region)] if future.exception() else future.result()
+        return self._generate(chosen)
+
+    def _generate(self, callable_for: Callable[[Region], Callable]) -> Callable:
+        steps = []
+        for item in self.order:
+            if isinstance(item, Region):
+                steps.append(Step(callable_for(item), False, item.inputs, {}, item.outputs,
+                                  'region', True))
+            else:
+                steps.append(self.steps[item])
+        return generate(steps, self.input_slots, self.result_slots)
+
+
+class _Layout:
+    __slots__ = ('futures', 'driver', 'compiled')
+
+    def __init__(self) -> None:
+        self.futures: dict | None = None  # region id -> Future of its compiled callable
+        self.driver: Callable | None = None
+        self.compiled = False  # whether any region of the driver is compiled
+
+
+def _eager(steps: list[Step], region: Region) -> Callable:
+    run = generate([steps[i] for i in region.steps], list(region.inputs), list(region.outputs))
+    return lambda *values: run(values, None)

@@ -1,0 +1,127 @@
+"""Compiling regions beside execution, so that no program ever waits for a compile.
+
+`Compiler.submit` returns a Future at once; one daemon thread works through requests in
+order. `inductor` (the default backend) builds an AOTInductor package in the compile
+helper process and loads it here (milliseconds); a package already on disk, from another
+worker or an earlier run, is just loaded. The cheap backends (`eager`, `aot_eager`,
+`cudagraphs`) compile in the thread with `torch.compile`, which takes a fraction of a
+second; `torch._dynamo.run` then calls the result without ever compiling again, so a
+guard that fails on the worker's thread runs the region eagerly instead of recompiling.
+
+A compile that fails leaves its region eager: the first failure on a worker prints one
+warning to stderr; `GT_DEBUG_COMPILE=1` prints every compile and every failure in full.
+"""
+
+import os
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+import torch
+
+from gt.runtime import aot_package, graph_module
+from gt.runtime.codegen import Step
+from gt.runtime.compile_helper import CompileHelper
+from gt.runtime.regions import Region
+
+
+def debugging() -> bool:
+    return os.environ.get('GT_DEBUG_COMPILE') == '1'
+
+
+class Compiler:
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.helper = CompileHelper()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.regions_compiled = 0
+        self.failures = 0
+        self.pending = 0
+        self.seconds = 0.0
+        self.programs_compiled = 0  # program variants that switched to compiled regions
+        self.compiled_runs = 0  # runs that used them
+        self.warned = False
+
+    def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Future:
+        """Compile `region` for inputs laid out as `examples` (real inputs it ran with:
+        compiling with torch.compile runs it once on them)."""
+        future: Future = Future()
+        with self.lock:
+            self.pending += 1
+        self.requests.put((future, steps, region, examples, backend))
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._work, daemon=True, name='gt-compile')
+            self.thread.start()
+        return future
+
+    def stats(self) -> dict:
+        return {'compiled_programs': self.programs_compiled,
+                'compiled_regions': self.regions_compiled,
+                'compiled_runs': self.compiled_runs, 'compile_seconds': round(self.seconds, 3),
+                'compile_failures': self.failures, 'compiles_pending': self.pending}
+
+    def close(self) -> None:
+        self.helper.close()
+
+    def _work(self) -> None:
+        while True:
+            future, steps, region, examples, backend = self.requests.get()
+            start = time.perf_counter()
+            if debugging():
+                _say(f'compiling a region of {len(region.steps)} ops with {backend}')
+            try:
+                result = self._compile(steps, region, examples, backend)
+            except Exception as error:
+                with self.lock:
+                    self.failures += 1
+                self._report_failure(error, region, backend)
+                future.set_exception(error)
+            else:
+                with self.lock:
+                    self.regions_compiled += 1
+                if debugging():
+                    _say(f'compiled a region of {len(region.steps)} ops with {backend} in '
+                         f'{time.perf_counter() - start:.2f} s')
+                future.set_result(result)
+            finally:
+                del examples  # not kept alive until the next request
+                with self.lock:
+                    self.pending -= 1
+                    self.seconds += time.perf_counter() - start
+
+    def _compile(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Any:
+        if backend == 'inductor':
+            wire = graph_module.to_wire(steps, region)
+            specs = [graph_module.spec_of(value) for value in examples]
+            path = aot_package.package_path(wire, specs)
+            if not path.exists():
+                self.helper.build(wire, specs, str(path))
+            return aot_package.load(path)
+        compiled = torch.compile(graph_module.build(steps, region), backend=backend,
+                                 dynamic=False)
+        with torch.inference_mode():  # as the worker runs: the guards must match its calls
+            compiled(*examples)
+        return torch._dynamo.run(compiled)
+
+    def _report_failure(self, error: Exception, region: Region, backend: str) -> None:
+        ops = len(region.steps)
+        if debugging():
+            import traceback
+
+            _say(f'compiling a region of {ops} ops with {backend} failed; it runs eagerly:\n'
+                 + ''.join(traceback.format_exception(error)))
+        elif not self.warned:
+            self.warned = True
+            first_line = str(error).splitlines()[0] if str(error) else ''
+            _say(f'warning: a region of {ops} ops did not compile with {backend} '
+                 f'({type(error).__name__}: {first_line}); it runs eagerly. '
+                 f'GT_DEBUG_COMPILE=1 shows details.')
+
+
+def _say(text: str) -> None:
+    print(f'gt worker {os.getpid()} [compile {time.strftime("%H:%M:%S")}]: {text}',
+          file=sys.stderr, flush=True)

@@ -1,0 +1,275 @@
+"""Compiling hot programs on real workers: GT_AUTO_COMPILE, GT_COMPILE and `compile: true`
+give torch's numbers, runs go on while compiles run, a failing compile falls back with
+one warning, sessions share compiled programs, programs with moves compile, and
+Inductor's packages survive a worker restart. torch is the oracle throughout.
+
+Most tests use torch's cheap `eager` and `aot_eager` backends; the Inductor test
+compiles for real (tens of seconds on a loaded 2-core machine)."""
+
+import time
+
+import pytest
+import torch
+from gt_test_support import connected, run_script
+
+import gt
+import gt.nn as nn
+import gt.nn.functional as F
+
+STEPS_AFTER_COMPILED = 3
+
+
+def worker_stats() -> list[dict]:
+    return gt.debug.get_worker_stats()
+
+
+def total(key: str) -> float:
+    return sum(worker[key] for worker in worker_stats())
+
+
+def mlp(library):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 16), torch.nn.GELU(),
+                                torch.nn.Linear(16, 4))
+    if library is torch:
+        return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    ported = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.GELU(),
+                           nn.Linear(16, 4))
+    ported.load_state_dict(model.state_dict())
+    return ported, nn.SGD(ported.parameters(), lr=0.05, momentum=0.9)
+
+
+def batch():
+    generator = torch.Generator().manual_seed(1)
+    return torch.randn(8, 12, generator=generator), torch.randint(0, 4, (8,),
+                                                                   generator=generator)
+
+
+def torch_losses(steps: int) -> list[float]:
+    model, optimizer = mlp(torch)
+    x, y = batch()
+    losses = []
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+def train_until_compiled(seconds: float = 60.0, extra: int = STEPS_AFTER_COMPILED,
+                         check_every: int = 1) -> tuple[list[float], list[dict]]:
+    """Train the GT MLP until its programs run compiled, then `extra` steps more; return
+    the losses and the stats seen at each check."""
+    model, optimizer = mlp(gt)
+    x, y = batch()
+    x, y = gt.tensor(x), gt.tensor(y)
+    start_runs = total('compiled_runs')
+    losses, seen, left = [], [], None
+    deadline = time.monotonic() + seconds
+    while left is None or left > 0:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+        if left is not None:
+            left -= 1
+        elif len(losses) % check_every == 0:
+            stats = worker_stats()
+            seen.append(stats)
+            if sum(w['compiled_runs'] for w in stats) > start_runs:
+                left = extra
+            assert time.monotonic() < deadline, f'no compiled run within {seconds} s: {stats}'
+    return losses, seen
+
+
+@pytest.mark.parametrize('mode, backend', [('GT_AUTO_COMPILE', 'eager'),
+                                           ('GT_COMPILE', 'aot_eager')])
+def test_a_training_run_gives_torchs_losses_when_compiled(cluster, monkeypatch, mode, backend):
+    monkeypatch.setenv(mode, '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', backend)
+    with connected(cluster.address):
+        losses, _ = train_until_compiled()
+        assert total('compile_failures') == 0
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
+
+
+def test_without_compile_settings_nothing_compiles(cluster, monkeypatch):
+    for name in ('GT_AUTO_COMPILE', 'GT_COMPILE'):
+        monkeypatch.delenv(name, raising=False)
+    with connected(cluster.address):
+        before = total('compiled_regions') + total('compiles_pending')
+        model, optimizer = mlp(gt)
+        x, y = (gt.tensor(t) for t in batch())
+        for _ in range(4):
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        gt.sync()
+        assert total('compiled_regions') + total('compiles_pending') == before
+
+
+def test_a_compile_signal_compiles_the_nodes_in_its_scope(cluster, monkeypatch, fresh_configs):
+    for name in ('GT_AUTO_COMPILE', 'GT_COMPILE'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
+    gt.register_config('hot', gt.SignalConfig(compile=True))
+    w = torch.randn(6, 6)
+    with connected(cluster.address):
+        before = total('compiled_regions')
+        gw, h = gt.tensor(w), gt.tensor(torch.ones(3, 6))
+        expected = torch.ones(3, 6)
+        deadline = time.monotonic() + 60
+        while total('compiled_runs') == 0 or total('compiled_regions') == before:
+            with gt.signal.context('hot'):
+                h = (h @ gw).tanh() * 0.5
+            h = h + 1.0  # outside the scope: stays eager
+            expected = (expected @ w).tanh() * 0.5 + 1.0
+            torch.testing.assert_close(h.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+            assert time.monotonic() < deadline
+        assert total('compiled_regions') == before + 1
+
+
+def train(steps: int) -> list[float]:
+    model, optimizer = mlp(gt)
+    x, y = (gt.tensor(t) for t in batch())
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+def wait_for_compiles(seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while total('compiles_pending'):
+        assert time.monotonic() < deadline, worker_stats()
+        time.sleep(0.05)
+
+
+def test_clients_running_the_same_model_share_one_compile(start_cluster, monkeypatch):
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
+    """A program's runs count over every session, so the set-up programs each user runs
+    once become hot with the second user; from the third on, nothing is compiled again."""
+    private = start_cluster(workers=1)
+    compiled = []
+    for _ in range(3):
+        with connected(private.address):
+            runs = total('compiled_runs')
+            losses = train(6)
+            wait_for_compiles()
+            if compiled:  # the first user's compiles may finish after its last step
+                assert total('compiled_runs') > runs
+            compiled.append(total('compiled_regions'))
+        torch.testing.assert_close(losses, torch_losses(6), rtol=1e-5, atol=1e-6)
+    assert 0 < compiled[0] and compiled[1] == compiled[2]
+
+
+def test_programs_with_moves_compile_between_them(four, monkeypatch, fresh_configs):
+    monkeypatch.setenv('GT_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
+    gt.register_config('rows', gt.SignalConfig(shard=gt.ShardConfig(axis=0)))
+    x, w = torch.randn(8, 5), torch.randn(5, 3)
+    with connected(four.address):
+        with gt.signal.context('rows'):
+            gx = gt.tensor(x)
+        gw = gt.tensor(w)
+        deadline = time.monotonic() + 60
+        while True:
+            total_sum = ((gx @ gw).relu() * 2.0).sum() + 1.0  # partial sums: an all_reduce
+            torch.testing.assert_close(total_sum.item(), ((x @ w).relu() * 2.0).sum().item() + 1,
+                                       rtol=1e-5, atol=1e-5)
+            stats = worker_stats()
+            if sum(1 for worker in stats if worker['compiled_runs']) >= 2:
+                break
+            assert time.monotonic() < deadline, stats
+
+
+def test_random_draws_stay_eager_and_match_torch_for_the_same_seed(cluster, monkeypatch):
+    monkeypatch.setenv('GT_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
+    with connected(cluster.address):
+        before = total('compiled_runs')
+        gt.manual_seed(7)
+        torch.manual_seed(7)
+        for _ in range(8):
+            got = ((gt.randn(4, 4) * 2.0).relu() + gt.rand(4, 4) * 3.0).tanh().numpy()
+            expected = ((torch.randn(4, 4) * 2.0).relu() + torch.rand(4, 4) * 3.0).tanh()
+            torch.testing.assert_close(torch.from_numpy(got), expected, rtol=0, atol=0)
+            time.sleep(0.1)  # let the compile finish, so later steps run compiled
+        assert total('compiled_runs') > before
+
+
+def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, tmp_path,
+                                                               monkeypatch):
+    not_a_directory = tmp_path / 'cache'
+    not_a_directory.write_text('a file where the compile cache should be')
+    private = start_cluster(workers=1, env={'TORCHINDUCTOR_CACHE_DIR': str(not_a_directory)})
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.delenv('GT_COMPILE_BACKEND', raising=False)  # inductor
+    with connected(private.address):
+        model, optimizer = mlp(gt)
+        x, y = (gt.tensor(t) for t in batch())
+        losses = []
+        deadline = time.monotonic() + 90
+        while total('compile_failures') < 2 or total('compiles_pending'):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            assert time.monotonic() < deadline, worker_stats()
+        for _ in range(2):  # the fallback is stable
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+        assert total('compiled_runs') == 0
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
+    log = private.logs()
+    assert log.count('did not compile with inductor') == 1, log
+    assert 'GT_DEBUG_COMPILE=1' in log
+
+
+def test_a_bad_backend_name_is_refused_at_the_first_op():
+    result = run_script('''
+        import gt
+        try:
+            gt.ones(2) + 1
+        except ValueError as error:
+            print('refused:', error)
+    ''', env={'GT_COMPILE_BACKEND': 'tvm-please', 'GT_AUTO_COMPILE': '1'})
+    assert "refused: GT_COMPILE_BACKEND='tvm-please' is not a backend" in result.stdout, (
+        result.explain())
+    assert 'inductor, eager, aot_eager, cudagraphs' in result.stdout
+
+
+@pytest.mark.time_limit(600)
+def test_inductor_compiles_beside_running_steps_and_its_packages_survive_a_restart(
+        start_cluster, tmp_path, monkeypatch):
+    """A cold Inductor compile takes tens of seconds here: the steps must go on meanwhile."""
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.delenv('GT_COMPILE_BACKEND', raising=False)
+    env = {'TORCHINDUCTOR_CACHE_DIR': str(tmp_path / 'inductor')}
+    private = start_cluster(workers=1, env=env)
+    with connected(private.address):
+        losses, seen = train_until_compiled(seconds=400, check_every=5)
+        waiting = [stats[0] for stats in seen if stats[0]['compiles_pending']]
+        assert len(waiting) >= 2, 'expected steps to run while the compile was pending'
+        first_compile = total('compile_seconds')
+        assert total('compile_failures') == 0
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)
+    private.stop()
+
+    restarted = start_cluster(workers=1, env=env)
+    with connected(restarted.address):
+        losses, seen = train_until_compiled(seconds=120)
+        assert total('compile_seconds') < first_compile / 3, seen[-1]  # loaded, not built
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)

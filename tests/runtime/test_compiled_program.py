@@ -1,0 +1,136 @@
+"""A program marked for compiling, run in this process with a real Compiler and torch's
+cheap `eager` and `aot_eager` backends: same results as the uncompiled program, a switch
+to the compiled form only once it is ready, one compiled form per input layout up to the
+cap, and only marked steps in regions."""
+
+import time
+
+import msgpack
+import pytest
+import torch
+
+from gt.runtime.compiled_program import MAX_LAYOUTS
+from gt.runtime.compiler import Compiler
+from gt.runtime.engines import TorchEngine
+from gt.runtime.program import HOT_RUNS, Program
+from gt.runtime.regions import Region
+
+ENGINE = TorchEngine('cpu')
+
+# s0 = x, s1 = w: y = relu(x @ w) * 2.5 + sum(x @ w, 1, keepdim); a draw between
+INSTRUCTIONS = [
+    ('matmul', [0, 1], {}, 1, 0),                                 # s2
+    ('relu', [2], {}, 1, 1),                                      # s3
+    ('scalar', [], {'dtype': 'float32', 'slot': 0}, 1, 2),        # s4
+    ('mul', [3, 4], {}, 1, 3),                                    # s5
+    ('sum', [2], {'dim': [1], 'keepdim': True}, 1, 4),            # s6
+    ('add', [5, 6], {}, 1, 5),                                    # s7
+    ('randn', [], {'shape': [4, 3], 'dtype': 'float32'}, 1, 6),   # s8
+    ('mul', [7, 8], {}, 1, 7),                                    # s9
+    ('tanh', [9], {}, 1, 8),                                      # s10
+]
+KEEP = [(7, 5), (10, 8)]
+
+
+@pytest.fixture
+def compiler():
+    made = Compiler()
+    yield made
+    made.close()
+
+
+def program(spec: list | None, compiler: Compiler | None) -> Program:
+    encoded = msgpack.packb((INSTRUCTIONS, 2, KEEP, spec))
+    return Program(encoded, ENGINE.implementation, compiler)
+
+
+def run(p: Program, x: torch.Tensor, w: torch.Tensor, seed: int = 0) -> list:
+    context = ENGINE.new_context(seed)
+    context.literals = [2.5]
+    with torch.inference_mode():
+        kept, errors = p.run([x, w], context, base=0)
+    assert errors == []
+    return kept
+
+
+def wait_for_compiles(compiler: Compiler, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while compiler.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert compiler.pending == 0, 'compiles did not finish'
+
+
+@pytest.mark.parametrize('backend', ['eager', 'aot_eager'])
+def test_compiled_runs_match_the_uncompiled_program(compiler, backend):
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    plain, compiled = program(None, None), program(['always', backend, None], compiler)
+    expected = run(plain, x, w)
+    first = run(compiled, x, w)  # starts the compile; runs eagerly meanwhile
+    for a, b in zip(first, expected):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    wait_for_compiles(compiler)
+    runs_before = compiler.compiled_runs
+    for _ in range(2):
+        for a, b in zip(run(compiled, x, w), expected):
+            torch.testing.assert_close(a, b)  # the draw is the same: seeded, and eager
+    assert compiler.compiled_runs == runs_before + 2
+    assert compiler.regions_compiled == 2 and compiler.programs_compiled == 1
+    assert compiler.failures == 0
+
+
+def test_the_draw_stays_eager_and_splits_the_program_in_two_regions(compiler):
+    p = program(['always', 'eager', None], compiler)
+    regions = [item for item in p.compiled.order if isinstance(item, Region)]
+    ops = [[p.steps[i].op for i in region.steps] for region in regions]
+    assert ops == [['matmul', 'relu', 'mul', 'sum', 'add'], ['mul', 'tanh']]
+
+
+def test_hot_programs_start_compiling_only_once_hot(compiler):
+    p = program(['hot', 'eager', None], compiler)
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    for _ in range(HOT_RUNS - 1):
+        run(p, x, w)
+    assert p.compiled.layouts == {}
+    run(p, x, w)
+    assert len(p.compiled.layouts) == 1
+
+
+def test_each_input_layout_compiles_separately_up_to_the_cap(compiler):
+    p = program(['always', 'eager', None], compiler)
+    plain = program(None, None)
+    for inner in range(1, MAX_LAYOUTS + 3):
+        x, w = torch.randn(4, inner), torch.randn(inner, 3)
+        for a, b in zip(run(p, x, w), run(plain, x, w)):
+            torch.testing.assert_close(a, b)
+    assert len(p.compiled.layouts) == MAX_LAYOUTS
+    wait_for_compiles(compiler)
+    assert compiler.regions_compiled == 2 * MAX_LAYOUTS
+
+
+def test_a_transposed_input_is_a_layout_of_its_own(compiler):
+    p = program(['always', 'eager', None], compiler)
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    run(p, x, w)
+    run(p, x, torch.randn(3, 5).t())
+    assert len(p.compiled.layouts) == 2
+
+
+def test_only_steps_marked_by_a_compile_signal_join_regions(compiler):
+    p = program(['hot', 'eager', [0, 1, 3]], compiler)  # matmul, relu, mul
+    regions = [item for item in p.compiled.order if isinstance(item, Region)]
+    assert [region.steps for region in regions] == [(0, 1, 3)]
+
+
+def test_an_op_failing_in_a_compiled_region_is_reported_for_that_op(compiler):
+    instructions = [('floor_divide', [0, 1], {}, 1, 7), ('neg', [2], {}, 1, 8)]
+    encoded = msgpack.packb((instructions, 2, [(3, 1)], ['always', 'eager', None]))
+    p = Program(encoded, ENGINE.implementation, compiler)
+    ones, zeros = torch.ones(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64)
+    context = ENGINE.new_context(0)
+    with torch.inference_mode():
+        p.run([ones, ones], context, 0)
+        wait_for_compiles(compiler)
+        p.run([ones, ones], context, 0)
+        assert compiler.compiled_runs == 1
+        kept, errors = p.run([ones, zeros], context, base=100)
+    assert len(errors) == 1 and errors[0][:3] == [100, 7, 'floor_divide']
