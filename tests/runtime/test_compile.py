@@ -6,6 +6,10 @@ Inductor's packages survive a worker restart. torch is the oracle throughout.
 Most tests use torch's cheap `eager` and `aot_eager` backends; the Inductor test
 compiles for real (tens of seconds on a loaded 2-core machine)."""
 
+import os
+import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -273,3 +277,14 @@ def test_inductor_compiles_beside_running_steps_and_its_packages_survive_a_resta
         losses, seen = train_until_compiled(seconds=120)
         assert total('compile_seconds') < first_compile / 3, seen[-1]  # loaded, not built
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)
+
+
+def test_the_compile_demo_runs_and_matches_torch():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, os.path.join(root, 'examples', 'compile_demo.py')],
+                            capture_output=True, text=True, timeout=120, cwd=root,
+                            env=dict(os.environ, GT_COMPILE_BACKEND='eager'))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'every loss matches PyTorch' in result.stdout
+    compiled = re.search(r'compiled (\d+) programs', result.stdout)
+    assert compiled and int(compiled.group(1)) >= 1, result.stdout
