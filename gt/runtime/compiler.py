@@ -48,7 +48,10 @@ class Compiler:
 
     def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Future:
         """Compile `region` for inputs laid out as `examples` (real inputs it ran with:
-        compiling with torch.compile runs it once on them)."""
+        torch.compile runs it once on them; Inductor needs only their layouts, so they are
+        not kept waiting in the queue)."""
+        if backend == 'inductor':
+            examples = tuple(graph_module.spec_of(value) for value in examples)
         future: Future = Future()
         with self.lock:
             self.pending += 1
@@ -95,8 +98,7 @@ class Compiler:
 
     def _compile(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Any:
         if backend == 'inductor':
-            wire = graph_module.to_wire(steps, region)
-            specs = [graph_module.spec_of(value) for value in examples]
+            wire, specs = graph_module.to_wire(steps, region), list(examples)
             path = aot_package.package_path(wire, specs)
             if not path.exists():
                 self.helper.build(wire, specs, str(path))
