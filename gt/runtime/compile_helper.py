@@ -14,10 +14,12 @@ worker.
 
 import argparse
 import os
+import signal
 import struct
 import subprocess
 import sys
 import traceback
+import warnings
 from typing import IO, Any
 
 import msgpack
@@ -28,8 +30,11 @@ class CompileHelper:
 
     def __init__(self) -> None:
         self.process: subprocess.Popen | None = None
+        self.closed = False
 
     def build(self, wire: list, specs: list, path: str) -> float:
+        if self.closed:
+            raise RuntimeError('the worker is stopping')
         if self.process is None or self.process.poll() is not None:
             self._start()
         try:
@@ -49,6 +54,7 @@ class CompileHelper:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def close(self) -> None:
+        self.closed = True  # a compile still queued must not start a new helper
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -56,6 +62,11 @@ class CompileHelper:
 
 def serve(parent: int) -> None:
     os.nice(10)  # the worker's running programs come first, from the imports on
+    # A worker that is stopping ignores SIGTERM, and a child inherits that: restore it,
+    # so that exit_with_parent can end this process.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if os.environ.get('GT_DEBUG_COMPILE') != '1':
+        warnings.simplefilter('ignore')  # torch.export's deprecation notes, once per region
     from gt.runtime import aot_package
     from gt.runtime.transport import exit_with_parent
 

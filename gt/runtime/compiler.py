@@ -27,6 +27,8 @@ from gt.runtime.codegen import Step
 from gt.runtime.compile_helper import CompileHelper
 from gt.runtime.regions import Region
 
+CLOSE_SECONDS = 3.0  # a cheap backend's compile under way ends well within this
+
 
 def debugging() -> bool:
     return os.environ.get('GT_DEBUG_COMPILE') == '1'
@@ -68,20 +70,32 @@ class Compiler:
                 'compile_failures': self.failures, 'compiles_pending': self.pending}
 
     def close(self) -> None:
+        """Stop compiling: queued requests are dropped, and a compile under way is waited
+        for (a thread left inside torch.compile at exit aborts the process)."""
         self.helper.close()
+        if self.thread is not None:
+            self.requests.put(None)
+            self.thread.join(CLOSE_SECONDS)
 
     def _work(self) -> None:
         while True:
-            future, steps, region, examples, backend = self.requests.get()
+            request = self.requests.get()
+            if request is None:
+                return
+            future, steps, region, examples, backend = request
+            if self.helper.closed:
+                future.set_exception(RuntimeError('the worker is stopping'))
+                continue
             start = time.perf_counter()
             if debugging():
                 _say(f'compiling a region of {len(region.steps)} ops with {backend}')
             try:
                 result = self._compile(steps, region, examples, backend)
             except Exception as error:
-                with self.lock:
-                    self.failures += 1
-                self._report_failure(error, region, backend)
+                if not self.helper.closed:  # not a failure: the worker is stopping
+                    with self.lock:
+                        self.failures += 1
+                    self._report_failure(error, region, backend)
                 future.set_exception(error)
             else:
                 with self.lock:
