@@ -90,17 +90,19 @@ class Program:
         self.runs += 1
         if self.generated is None and self.runs >= HOT_RUNS:
             self.generated = generate(self.steps, list(range(self.n_inputs)), self.result_slots)
-        fast = self.generated
+        fast, is_compiled = self.generated, False
         if self.compiled is not None and self.runs >= self.compiled.first_run:
             runner, is_compiled = self.compiled.runner(inputs)
-            if runner is not None:
-                fast = runner
-                self.compiled.compiler.compiled_runs += is_compiled
+            fast = runner or fast
         if fast is not None:
             try:
-                return fast(inputs, context), []
+                results = fast(inputs, context)
             except Exception:
                 pass
+            else:
+                if is_compiled:
+                    self.compiled.compiler.compiled_runs += 1
+                return results, []
         env, errors = self._interpret(inputs, context, base)
         return [env[slot] for slot in self.result_slots], errors
 
