@@ -163,6 +163,8 @@ class Worker:
         context.session, context.base, context.moved = message.session, message.base, {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals[:program.n_inputs]]
+        if self.compiler is not None:
+            self.compiler.share_cores()
         kept, errors = program.run(inputs, context, message.base)
         context.data = []
         for (_, local), value in zip(program.keep, kept):
