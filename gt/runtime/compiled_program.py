@@ -30,6 +30,7 @@ class CompiledProgram:
         self.steps, self.input_slots, self.result_slots = steps, input_slots, result_slots
         self.compiler = compiler
         rows = [OPS[step.op] for step in steps]
+        marked = None if marked is None else set(marked)
         compilable = [not (row.source or row.communication or row.effects or row.random)
                       and (marked is None or index in marked)
                       for index, row in enumerate(rows)]
