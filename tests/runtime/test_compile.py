@@ -115,7 +115,8 @@ def test_without_compile_settings_nothing_compiles(cluster, monkeypatch):
         assert total('compiled_regions') + total('compiles_pending') == before
 
 
-def test_a_compile_signal_compiles_the_nodes_in_its_scope(cluster, monkeypatch, fresh_configs):
+def test_a_compile_signal_compiles_the_nodes_in_its_scope(cluster, monkeypatch, fresh_configs,
+                                                          capsys):
     for name in ('GT_AUTO_COMPILE', 'GT_COMPILE'):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
@@ -134,6 +135,11 @@ def test_a_compile_signal_compiles_the_nodes_in_its_scope(cluster, monkeypatch, 
             torch.testing.assert_close(h.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
             assert time.monotonic() < deadline
         assert total('compiled_regions') == before + 1
+        capsys.readouterr()
+        gt.debug.print_worker_stats()
+        shown = capsys.readouterr().out
+        assert re.search(r'compiled \d+ programs \(\d+ regions\) in [0-9.]+ s, 0 failed, '
+                         r'0 pending, [1-9]\d* runs used them', shown), shown
 
 
 def train(steps: int) -> list[float]:
