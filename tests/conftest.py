@@ -349,3 +349,11 @@ def time_limit(request):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def wait_for_compiles(compiler, seconds: float = 60.0) -> None:
+    """Until an in-process gt.runtime.compiler.Compiler has nothing left to compile."""
+    deadline = time.monotonic() + seconds
+    while compiler.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert compiler.pending == 0, 'compiles did not finish'

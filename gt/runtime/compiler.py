@@ -17,6 +17,7 @@ import queue
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import Future
 from typing import Any
 
@@ -44,7 +45,7 @@ class Compiler:
         self.failures = 0
         self.pending = 0
         self.seconds = 0.0
-        self.programs_compiled = 0  # program variants that switched to compiled regions
+        self.programs_compiled = 0  # program layouts that switched to compiled regions
         self.compiled_runs = 0  # runs that used them
         self.warned = False
         self.building = 0  # Inductor requests queued or under way: the helper is busy
@@ -140,8 +141,6 @@ class Compiler:
     def _report_failure(self, error: Exception, region: Region, backend: str) -> None:
         ops = len(region.steps)
         if debugging():
-            import traceback
-
             _say(f'compiling a region of {ops} ops with {backend} failed; it runs eagerly:\n'
                  + ''.join(traceback.format_exception(error)))
         elif not self.warned:

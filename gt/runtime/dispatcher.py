@@ -21,7 +21,6 @@ from gt.ir import Replicate, format_graph
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings
-from gt.runtime.compile_settings import CompileSettings
 from gt.runtime.fragment import FragmentError
 from gt.runtime.peers import PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner, WorkerPlan
@@ -171,9 +170,8 @@ class Dispatcher:
     def configure(self, identity: bytes, message: Configure, frames: list) -> None:
         session = self.sessions.get(identity)
         if session is not None:
-            session.configure(message.configs, message.auto_shard_elements)
-            session.compile = CompileSettings.resolve(
-                message.compile, self.compile_default, session.compile_signals(message.configs))
+            session.configure(message.configs, message.auto_shard_elements, message.compile,
+                              self.compile_default)
 
     def submit(self, identity: bytes, message: Submit, frames: list) -> None:
         session = self.sessions.get(identity)

@@ -39,10 +39,12 @@ class Session:
     generator_holders: tuple | None = None  # see gt.passes.keep_generators_in_step
     compile: CompileSettings = CompileSettings()
 
-    def configure(self, configs: object, auto_shard_elements: object) -> None:
-        """Take the client's signal configs (gt.config.wire_form); malformed entries, which
-        GT's own client never sends, are skipped."""
-        kept = []
+    def configure(self, configs: object, auto_shard_elements: object, compile_wish: object,
+                  compile_default: list) -> None:
+        """Take the client's signal configs (gt.config.wire_form) and compile wish (the
+        server's default fills its gaps); malformed entries, which GT's own client never
+        sends, are skipped."""
+        kept, compiled = [], []
         for name, spec in (configs.items() if isinstance(configs, dict) else ()):
             try:
                 axis, workers = spec[0], spec[1]
@@ -53,17 +55,13 @@ class Session:
             except (TypeError, IndexError, KeyError):
                 continue
             kept.append((name, axis, workers))
+            if len(spec) > 3 and spec[3] is True:
+                compiled.append(name)
         self.configs = tuple(sorted(kept, key=lambda config: config[0]))
         self.auto_shard_elements = (auto_shard_elements if isinstance(auto_shard_elements, int)
                                     else None)
-
-    @staticmethod
-    def compile_signals(configs: object) -> tuple[str, ...]:
-        """The signals whose config says `compile: true` (the wire form's 4th field)."""
-        if not isinstance(configs, dict):
-            return ()
-        return tuple(sorted(name for name, spec in configs.items() if isinstance(name, str)
-                            and isinstance(spec, list) and len(spec) > 3 and spec[3] is True))
+        self.compile = CompileSettings.resolve(compile_wish, compile_default,
+                                               tuple(sorted(compiled)))
 
 
 @dataclass

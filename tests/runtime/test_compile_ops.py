@@ -18,12 +18,12 @@ tolerances with `aot_eager` (its decompositions may round differently).
 import importlib.util
 import itertools
 import sys
-import time
 from pathlib import Path
 
 import msgpack
 import pytest
 import torch
+from gt_test_support import wait_for_compiles
 
 from gt.ir import OPS
 from gt.runtime.compiler import Compiler
@@ -118,12 +118,6 @@ def run(program: Program, inputs: list) -> list:
     assert errors == []
     return kept
 
-
-def wait_for_compiles(compiler: Compiler, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while compiler.pending and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert compiler.pending == 0, 'compiles did not finish'
 
 
 def assert_same(got: list, expected: list, exact: bool) -> None:

@@ -3,11 +3,11 @@ cheap `eager` and `aot_eager` backends: same results as the uncompiled program, 
 to the compiled form only once it is ready, one compiled form per input layout up to the
 cap, and only marked steps in regions."""
 
-import time
 
 import msgpack
 import pytest
 import torch
+from gt_test_support import wait_for_compiles
 
 from gt.runtime.compiled_program import MAX_LAYOUTS
 from gt.runtime.compiler import Compiler
@@ -52,12 +52,6 @@ def run(p: Program, x: torch.Tensor, w: torch.Tensor, seed: int = 0) -> list:
     assert errors == []
     return kept
 
-
-def wait_for_compiles(compiler: Compiler, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while compiler.pending and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert compiler.pending == 0, 'compiles did not finish'
 
 
 @pytest.mark.parametrize('backend', ['eager', 'aot_eager'])
