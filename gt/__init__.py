@@ -8,7 +8,7 @@ import os as _os
 
 import torch as _torch
 
-from gt import config, debug, nn, signal
+from gt import config, debug, fft, linalg, nn, signal, special
 from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
@@ -27,6 +27,7 @@ from gt.creation import (
     zeros,
     zeros_like,
 )
+from gt.fallback import namespace as _namespace
 from gt.functional import (
     abs,
     argmax,
@@ -67,6 +68,10 @@ def connect(address: str) -> None:
     _connect(address)
 
 
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
 def sync() -> None:
     """Send pending work now (without waiting for it to finish)."""
     _current().flush()
@@ -75,12 +80,29 @@ def sync() -> None:
 __all__ = [
     'Tensor', 'tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full', 'arange',
     'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
-    'connect', 'gpu_workers', 'sync', 'no_grad', 'enable_grad', 'set_grad_enabled',
+    'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
-    'debug', 'WorkerError', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
+    'debug', 'WorkerError', 'linalg', 'special', 'fft', 'cat', 'stack', 'where', 'matmul',
+    'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'config', 'load_config', 'register_config', 'SignalConfig', 'ShardConfig',
 ]
+
+_torch_function = _namespace('torch')
+
+
+def __getattr__(name: str):
+    """Every other torch function (`gt.einsum`, `gt.topk`, `gt.linspace`, ...) runs by
+    name on the workers (gt/fallback.py); torch's constants and types are torch's."""
+    if name in _FROM_TORCH:
+        return getattr(_torch, name)
+    return _torch_function(name)
+
+
+_FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'finfo', 'iinfo',
+                         'Generator', 'get_default_dtype', 'promote_types',
+                         'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
+                         'uint64', 'cfloat', 'short', 'chalf', 'cdouble'})
 
 if _os.environ.get('GT_CONFIG'):
     load_config(_os.environ['GT_CONFIG'])

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, dtype_name
+from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, TORCH_DTYPES, dtype_name
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, creation
 
@@ -112,7 +112,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         source = torch.tensor(np.asarray(data)) if isinstance(data, np.ndarray) \
             else torch.tensor(data)
     if dtype is not None:
-        source = source.to(dtype)
+        source = source.to(TORCH_DTYPES[dtype_name(dtype)])
     if source.dtype == torch.bfloat16:  # numpy has no bfloat16: send the raw 16-bit words
         return _from_data(source.view(torch.uint16).numpy(), 'bfloat16', requires_grad)
     return _from_data(source.numpy(), DTYPE_NAMES[source.dtype], requires_grad)

@@ -3,13 +3,16 @@ function forms of Tensor methods."""
 
 from typing import Any
 
+from gt.numpy_names import numpy_names
 from gt.tensor import Tensor, apply, as_tensor
 
 
+@numpy_names
 def cat(tensors: list[Tensor], dim: int = 0) -> Tensor:
     return apply('cat', [as_tensor(t) for t in tensors], dim=dim)
 
 
+@numpy_names
 def stack(tensors: list[Tensor], dim: int = 0) -> Tensor:
     return apply('stack', [as_tensor(t) for t in tensors], dim=dim)
 
@@ -32,12 +35,17 @@ def log(x: Tensor) -> Tensor: return x.log()
 def sqrt(x: Tensor) -> Tensor: return x.sqrt()
 def abs(x: Tensor) -> Tensor: return x.abs()
 def clamp(x: Tensor, min=None, max=None) -> Tensor: return x.clamp(min, max)
+@numpy_names
 def sum(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
     return x.sum(dim, keepdim, **kwargs)
 
 
+@numpy_names
 def mean(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
     return x.mean(dim, keepdim, **kwargs)
+@numpy_names
 def softmax(x: Tensor, dim: int) -> Tensor: return x.softmax(dim)
+@numpy_names
 def argmax(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmax(dim, keepdim)
+@numpy_names
 def argmin(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmin(dim, keepdim)

@@ -7,6 +7,8 @@ and `['ellipsis']` items, plain enough to hash, print and send.
 import operator
 from typing import Any
 
+import numpy as np
+
 
 def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
     items = key if isinstance(key, tuple) else (key,)
@@ -25,6 +27,15 @@ def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
         else:
             result.append(['int', operator.index(item)])
     return result
+
+
+def is_advanced(key: Any) -> bool:
+    """Whether `key` indexes with tensors, arrays, lists or bools (torch's advanced
+    indexing) rather than ints, slices, None and Ellipsis alone."""
+    items = key if isinstance(key, tuple) else (key,)
+    return any(not (item is None or item is Ellipsis or isinstance(item, slice)
+                    or (isinstance(item, (int, np.integer)) and not isinstance(item, bool)))
+               for item in items)
 
 
 def _bound(value: Any) -> int | None:

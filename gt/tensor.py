@@ -244,6 +244,18 @@ class Tensor(MathMethods, ShapeMethods):
         new._id = None
         return self
 
+    # ---- the rest of torch -----------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        """A torch Tensor method GT has no op for runs by name (gt/fallback.py)."""
+        from gt import fallback
+        return fallback.method(self, name)
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        """`torch.sin(x)`, `F.pad(x, ...)` on GT tensors record GT ops, as gt.sin(x) does."""
+        from gt import fallback
+        return fallback.torch_function(func, args, kwargs or {})
+
     # ---- autograd --------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph: bool = False) -> None:
         autograd.backward(self, gradient, retain_graph)

@@ -8,6 +8,7 @@ from collections import namedtuple
 from typing import Any
 
 from gt import tensor as core
+from gt.numpy_names import numpy_names
 
 MinMax = namedtuple('MinMax', ['values', 'indices'])
 
@@ -41,9 +42,11 @@ class MathMethods:
     clip = clamp
 
     # ---- reductions ------------------------------------------------------------------
+    @numpy_names
     def any(self, dim=None, keepdim=False):
         return (self != 0).sum(dim, keepdim) > 0
 
+    @numpy_names
     def all(self, dim=None, keepdim=False):
         return (self == 0).sum(dim, keepdim) == 0
 
@@ -71,15 +74,19 @@ class MathMethods:
             return MinMax(*core.apply(along, [self], **dims))
         return core.apply(whole, [self], **dims)
 
+    @numpy_names
     def amax(self, dim=None, keepdim=False):
         return core.apply('amax', [self], dim=_dim_attr(dim), keepdim=keepdim)
 
+    @numpy_names
     def amin(self, dim=None, keepdim=False):
         return core.apply('amin', [self], dim=_dim_attr(dim), keepdim=keepdim)
 
+    @numpy_names
     def argmax(self, dim=None, keepdim=False):
         return core.apply('argmax', [self], dim=dim, keepdim=keepdim)
 
+    @numpy_names
     def argmin(self, dim=None, keepdim=False):
         return core.apply('argmin', [self], dim=dim, keepdim=keepdim)
 
@@ -93,7 +100,10 @@ class MathMethods:
         return core.apply('std', [self], correction=_correction(unbiased, correction),
                           **_dims(dim, keepdim, axis, keepdims))
 
+    @numpy_names
     def softmax(self, dim: int): return core.apply('softmax', [self], dim=dim)
+
+    @numpy_names
     def log_softmax(self, dim: int): return core.apply('log_softmax', [self], dim=dim)
 
 

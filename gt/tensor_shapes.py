@@ -9,9 +9,10 @@ from typing import Any
 import torch
 
 from gt import tensor as core
-from gt.indexing import normalize_index
-from gt.ir.dtypes import TORCH_DTYPES, dtype_name
+from gt.indexing import is_advanced, normalize_index
+from gt.ir.dtypes import TORCH_NAMES, dtype_name
 from gt.ir.type_rules import normalize_dim
+from gt.numpy_names import numpy_names
 
 
 class ShapeMethods:
@@ -20,7 +21,15 @@ class ShapeMethods:
     def reshape(self, *shape): return core.apply('reshape', [self], shape=_sizes(shape))
     view = reshape
 
-    def transpose(self, dim0: int, dim1: int):
+    def transpose(self, dim0: int | None = None, dim1: int | None = None):
+        """Swap two dims; with none named, a 2-D tensor's two (as the seeds' API has it)."""
+        if dim0 is None and dim1 is None:
+            if self.ndim != 2:
+                raise TypeError(f'transpose() without dims works on 2-D tensors only; this '
+                                f'one has {self.ndim} dimension(s): name the two to swap')
+            dim0, dim1 = 0, 1
+        elif dim0 is None or dim1 is None:
+            raise TypeError('transpose() takes two dims (or none, for a 2-D tensor)')
         return core.apply('transpose', [self], dim0=dim0, dim1=dim1)
 
     @property
@@ -28,8 +37,10 @@ class ShapeMethods:
         return self.permute(*reversed(range(self.ndim)))
 
     def permute(self, *dims): return core.apply('permute', [self], dims=_sizes(dims))
+    @numpy_names
     def unsqueeze(self, dim: int): return core.apply('unsqueeze', [self], dim=dim)
 
+    @numpy_names
     def squeeze(self, dim=None):
         return core.apply('squeeze', [self], dim=list(dim) if isinstance(dim, tuple) else dim)
 
@@ -68,9 +79,16 @@ class ShapeMethods:
     def cpu(self): return self
 
     def __getitem__(self, key: Any):
+        if is_advanced(key):  # tensors, masks, lists: torch's advanced indexing
+            from gt import fallback
+            return fallback.call('Tensor.__getitem__', (self, key), {})
         return core.apply('getitem', [self], index=normalize_index(key, self._type.shape))
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if is_advanced(key):
+            from gt import fallback
+            fallback.call('Tensor.__setitem__', (self, key, value), {})
+            return
         index = normalize_index(key, self._type.shape)
         value = core.as_tensor(value, like=self)
         self._rebind(core.apply('setitem', [self, value], index=index))
@@ -81,8 +99,9 @@ class ShapeMethods:
         for arg in args:
             if isinstance(arg, core.Tensor):
                 dtype = arg.dtype
-            elif isinstance(arg, (torch.dtype, type)) or arg in TORCH_DTYPES:
-                dtype = arg
+            elif isinstance(arg, (torch.dtype, type)) or (
+                    isinstance(arg, str) and arg.removeprefix('torch.') in TORCH_NAMES):
+                dtype = arg  # a string names a dtype, unless it names a device
         if dtype is None or dtype_name(dtype) == self._type.dtype:
             return self  # devices are GT's business: the dispatcher places values
         return core.apply('cast', [self], dtype=dtype_name(dtype))

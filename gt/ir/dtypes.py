@@ -95,8 +95,13 @@ def scalar_dtype(value: object) -> str:
     raise TypeError(f'expected a Python number, got {type(value).__name__}')
 
 
+TORCH_NAMES = {**{name: name for name in DTYPES}, 'float': 'float32', 'double': 'float64',
+               'half': 'float16', 'long': 'int64', 'int': 'int32', 'short': 'int16'}
+
+
 def dtype_name(dtype: object) -> str:
-    """Accept `torch.float32`, `np.float32`, `'float32'` or `float`; return `'float32'`."""
+    """Accept `torch.float32`, `np.float32`, `'float32'`, `'torch.float32'`, torch's
+    `'float'` (float32) or Python's `float`; return `'float32'`."""
     if isinstance(dtype, torch.dtype):
         if dtype not in DTYPE_NAMES:
             raise TypeError(f'GT does not support dtype {dtype}')
@@ -109,6 +114,8 @@ def dtype_name(dtype: object) -> str:
         return 'bool'
     if isinstance(dtype, str) and dtype in TORCH_DTYPES:
         return dtype
+    if isinstance(dtype, str) and dtype.removeprefix('torch.') in TORCH_NAMES:
+        return TORCH_NAMES[dtype.removeprefix('torch.')]  # torch's short names, not numpy's
     try:
         name = np.dtype(dtype).name
     except TypeError:

@@ -14,7 +14,7 @@ def interpret(
         row = OPS[node.op]
         run = getattr(row, engine)
         args = [env[id(value)] for value in node.inputs]
-        takes_context = row.source or row.communication
+        takes_context = row.takes_context
         result = run(context, *args, **node.attrs) if takes_context else run(*args, **node.attrs)
         results = (result,) if len(node.outputs) == 1 else result or ()
         for value, array in zip(node.outputs, results):

@@ -1,11 +1,14 @@
 """torch.nn.functional for GT tensors (`import gt.nn.functional as F`): activations,
 `linear`, `dropout`, `layer_norm`, `embedding` and the losses, all built from op-table
 ops, so their gradients come from the ops' rules and they run where their inputs live.
+Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs by name
+(gt/fallback.py).
 """
 
 from typing import Sequence
 
 from gt.creation import rand
+from gt.fallback import namespace
 from gt.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -91,3 +94,5 @@ __all__ = [
     'layer_norm', 'embedding', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
 ]
+
+__getattr__ = namespace('torch.nn.functional')

@@ -68,7 +68,7 @@ class Program:
             row = OPS[op]
             if row.communication:
                 self.moves.add(len(self.steps))
-            takes_context = row.source or row.communication
+            takes_context = row.takes_context
             self.steps.append(Step(implementation(row), takes_context, tuple(in_slots), attrs,
                                    tuple(range(slot, slot + n_outputs)), op, n_outputs != 1))
             self.locations.append(location)

@@ -4,7 +4,8 @@ A row (`OpDef`) holds the op's type rule, its torch implementation (which is als
 interpreter and the test oracle), its numpy implementation, its gradient rule (built
 from ops of the table; see gradients.py) and room for its sharding rule. The rows live
 in one file per family (creation, elementwise, unary, reductions, shapes, indexing,
-linear algebra, communication) only to keep files short; `OPS` is the one table.
+linear algebra, communication, and the torch fallback) only to keep files short; `OPS`
+is the one table.
 """
 
 from gt.ir.ops import (
@@ -15,13 +16,14 @@ from gt.ir.ops import (
     linalg,
     reductions,
     shapes,
+    torch_calls,
     unary,
 )
 from gt.ir.ops.opdef import OpDef, RunContext
 
 OPS: dict[str, OpDef] = {}
 for _family in (creation, elementwise, unary, reductions, shapes, indexing, linalg,
-                communication):
+                communication, torch_calls):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'
         OPS[_row.name] = _row

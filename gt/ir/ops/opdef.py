@@ -41,3 +41,8 @@ class OpDef:
     uniform: bool = False  # a creation op whose every element is alike: a shard is made small
     communication: bool = False  # moves data between workers; runs with a RunContext
     placed_by_signal: bool = False  # its output is placed by its signal, as created values are
+    context: bool = False  # takes a RunContext though it creates nothing (torch_random)
+
+    @property
+    def takes_context(self) -> bool:
+        return self.source or self.communication or self.context

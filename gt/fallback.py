@@ -1,0 +1,192 @@
+"""Any torch function on GT tensors: recorded as a `torch_call` node, run by name.
+
+`gt.einsum(...)`, `x.topk(3)`, `gt.nn.functional.pad(...)`, `torch.sin(x)` (through
+`__torch_function__`) all land here when GT has no op of its own. The call is checked
+against the allow-list, its output types come from running it on meta tensors, and it is
+recorded lazily like any op; gradients come from `torch_vjp` (see
+gt/ir/ops/torch_calls.py). Two kinds of call need the values:
+
+- a result whose *shape* depends on them (`nonzero`, `unique`, `x[mask]`): a
+  `torch_sizes` node measures it on the worker, the client fetches those few integers
+  (one round trip), then records the call with its sizes and goes on recording. The
+  worker runs the function twice (once to measure);
+- a result that is not a tensor at all (`torch.equal`, `allclose`): its inputs are
+  fetched and the function runs here, as `.item()` would.
+"""
+
+import functools
+from typing import Any
+
+import numpy as np
+import torch
+
+from gt.autograd import grad_mode
+from gt.ir import torch_functions
+from gt.ir.ops.torch_calls import NeedsData, signature
+from gt.ir.torch_arguments import encode, flatten, rebuild
+from gt.runtime import client as connection
+from gt.tensor import Tensor, apply
+
+IGNORED_KEYWORDS = ('device', 'pin_memory', 'layout')  # GT places tensors itself
+
+
+def call(name: str, args: tuple, kwargs: dict) -> Any:
+    """Record torch function `name` on `args` and `kwargs`; return what torch would."""
+    torch_functions.resolve(name)
+    kwargs = {k: v for k, v in kwargs.items() if k not in IGNORED_KEYWORDS}
+    if kwargs.get('out') is not None:
+        raise TypeError(f'{name}: GT tensors are values; out= is not supported, use the result')
+    kwargs.pop('out', None)
+    if kwargs.get('generator') is not None:
+        raise TypeError(f'{name}: GT draws from the session generator (seed it with '
+                        'gt.manual_seed); generator= is not supported')
+    kwargs.pop('generator', None)
+    requires_grad = bool(kwargs.pop('requires_grad', False))
+    inputs: list[Tensor] = []
+    positions: dict[int, int] = {}
+
+    def tensor_index(value: Any) -> int | None:
+        if isinstance(value, (torch.Tensor, np.ndarray)):
+            from gt.creation import tensor
+            value = tensor(value)
+        if not isinstance(value, Tensor):
+            return None
+        if id(value) not in positions:
+            positions[id(value)] = len(inputs)
+            inputs.append(value)
+        return positions[id(value)]
+
+    wire_args = [encode(arg, tensor_index) for arg in args]
+    wire_kwargs = {key: encode(value, tensor_index) for key, value in kwargs.items()}
+    types = tuple(tensor._type for tensor in inputs)
+    random = name in torch_functions.RANDOM
+    try:
+        found = signature(name, types, wire_args, wire_kwargs, factory=not inputs)
+    except NeedsData:
+        return _run_here(name, args, kwargs, inputs)
+    if not flatten(found.skeleton):
+        if torch_functions.in_place(name):
+            raise TypeError(f'{name} updates no tensor')
+        return found.skeleton  # metadata: is_floating_point, size, dim...
+    attrs = dict(fn=name, args=wire_args, kwargs=wire_kwargs)
+    if random:
+        if grad_mode.enabled and any(t.requires_grad for t in inputs):
+            raise NotImplementedError(
+                f'{name}: GT has no gradient for random torch functions it runs by name; '
+                'use GT\'s own form (gt.nn.functional.dropout) or call it under gt.no_grad()')
+        outputs = apply('torch_random', inputs, **attrs)
+    elif not inputs:
+        outputs = apply('torch_factory', [], **attrs)
+    elif found.types is None:
+        sizes = apply('torch_sizes', inputs, **attrs).tolist()
+        outputs = apply('torch_call', inputs, sizes=sizes, **attrs)
+    else:
+        outputs = apply('torch_call', inputs, **attrs)
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    if torch_functions.in_place(name):
+        target = inputs[wire_args[0][1]]
+        target._rebind(outputs[0])
+        return None if name.endswith('__setitem__') else target
+    if requires_grad:
+        for output in outputs:
+            output.requires_grad_()
+    return rebuild(found.skeleton, iter(outputs))
+
+
+def _run_here(name: str, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:
+    """Fetch the inputs and run the function in this process, for results that are not
+    tensors of a shape meta tensors can tell."""
+    values = connection.current().fetch([t._id for t in inputs]) if inputs else []
+    local = {id(tensor): value for tensor, value in zip(inputs, values)}
+
+    def swap(item: Any) -> Any:
+        if isinstance(item, Tensor):
+            return local[id(item)]
+        if isinstance(item, (list, tuple)) and type(item) in (list, tuple):
+            return type(item)(swap(x) for x in item)
+        return item
+
+    result = torch_functions.resolve(name)(*swap(list(args)),
+                                           **{key: swap(value) for key, value in kwargs.items()})
+    if not flatten(result):
+        return result
+    if grad_mode.enabled and any(t.requires_grad for t in inputs):
+        raise NotImplementedError(f'{name}: GT cannot differentiate a function it has to run '
+                                  'outside the cluster (no shape rule in torch for it)')
+    from gt.creation import tensor
+    return rebuild(result, iter([tensor(t) for t in flatten(result)]))
+
+
+def function(name: str) -> Any:
+    """A Python function that records torch function `name` (for module `__getattr__`)."""
+    torch_functions.resolve(name)
+
+    @functools.wraps(torch_functions.resolve(name))
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        return call(name, args, kwargs)
+    return recorded
+
+
+def namespace(prefix: str):
+    """A module `__getattr__` that serves the torch functions under `prefix`."""
+    def __getattr__(attribute: str) -> Any:
+        if attribute.startswith('_') or not torch_functions.exists(f'{prefix}.{attribute}'):
+            raise AttributeError(f"GT has no {prefix.replace('torch', 'gt', 1)}.{attribute}")
+        return function(f'{prefix}.{attribute}')
+    return __getattr__
+
+
+def method(tensor: Tensor, attribute: str) -> Any:
+    """`tensor.attribute` for a torch Tensor method GT has no op for."""
+    name = f'Tensor.{attribute}'
+    if attribute.startswith('_') or not torch_functions.exists(name):
+        raise AttributeError(f"'Tensor' object has no attribute '{attribute}'")
+
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        return call(name, (tensor, *args), kwargs)
+    bound.__name__ = attribute
+    return bound
+
+
+def torch_function(func: Any, args: tuple, kwargs: dict) -> Any:
+    """What `torch.<func>(gt_tensor, ...)` does: GT's own op where it has one, else the
+    fallback; a function GT does not run gets the fetched values instead (`torch.tensor`)."""
+    name = torch_functions.name_of(func)
+    operator = getattr(func, '__name__', '')
+    if name is None and operator.startswith('__') and operator in Tensor.__dict__:
+        # torch_tensor + gt_tensor: the torch tensor joins GT as data.
+        from gt.creation import tensor
+        converted = [tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+        return getattr(Tensor, operator)(*converted, **kwargs)
+    if name is None:
+        values = _materialized(args), {k: _materialized(v) for k, v in kwargs.items()}
+        return func(*values[0], **values[1])
+    native = _native(name)
+    if native is not None:
+        return native(*args, **kwargs)
+    return call(name, args, kwargs)
+
+
+def _materialized(item: Any) -> Any:
+    if isinstance(item, Tensor):
+        return item.data
+    if type(item) in (list, tuple):
+        return type(item)(_materialized(x) for x in item)
+    return item
+
+
+def _native(name: str) -> Any:
+    import gt
+    import gt.nn.functional
+
+    namespace_name, _, attribute = name.rpartition('.')
+    if namespace_name == 'Tensor':
+        for owner in Tensor.__mro__:
+            if attribute in owner.__dict__ and owner is not object:
+                return getattr(Tensor, attribute)
+        return None
+    module = {'torch': gt, 'torch.nn.functional': gt.nn.functional}.get(namespace_name)
+    if module is not None and attribute in module.__dict__:
+        return module.__dict__[attribute]
+    return None
+

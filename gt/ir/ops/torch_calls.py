@@ -1,0 +1,357 @@
+"""The fallback rows: any allowed torch function, run by name (see gt.ir.torch_functions).
+
+`torch_call` is a pure call; `torch_random` one that draws from the session's generator;
+`torch_factory` one with no tensor inputs that makes a tensor (`linspace`, `eye`) on
+the worker's device. Their attrs are the function's name and its arguments as wire data
+(gt.ir.torch_arguments). Output types come from running the call on meta tensors,
+memoized; a call whose result shape depends on the data (`nonzero`, `x[mask]`) has
+them from `sizes`, which `torch_sizes` measured on the worker first.
+
+`torch_vjp` is the gradient of a `torch_call`: the vector-Jacobian product of the same
+call by `torch.func.vjp`, for the inputs in `wants`, given cotangents for the floating
+outputs. Sharding: none of these has a rule, so their inputs are gathered (the safe
+default) until an op earns a row of its own.
+"""
+
+import contextlib
+import logging
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from gt.ir import torch_functions
+from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
+from gt.ir.graph import TensorType
+from gt.ir.ops.opdef import OpDef
+from gt.ir.torch_arguments import check_wire, decode_call, flatten, frozen
+
+
+class NeedsData(Exception):
+    """The call's result is not a tensor whose structure meta tensors can tell
+    (`torch.equal`, `allclose`): only running it on the values can."""
+
+
+class Signature(NamedTuple):
+    types: tuple[TensorType, ...] | None  # None: sizes depend on the data
+    ndims: tuple[int, ...]  # per output, for a data-dependent call's sizes
+    dtypes: tuple[str, ...]
+    skeleton: Any  # the result on meta or fake tensors: how the client rebuilds it
+
+
+_signatures: dict[tuple, Signature] = {}
+SIGNATURES_KEPT = 16384
+
+
+def call(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
+    """Run the call; an in-place function runs on a copy of its target, which it returns."""
+    function = torch_functions.resolve(fn)
+    if torch_functions.in_place(fn):
+        target = args[0][1]
+        tensors = list(tensors)
+        tensors[target] = tensors[target].clone()
+        positional, keywords = decode_call(args, kwargs, tensors)
+        function(*positional, **keywords)
+        return tensors[target]
+    positional, keywords = decode_call(args, kwargs, tensors)
+    return function(*positional, **keywords)
+
+
+def signature(fn: str, types: tuple, args: list, kwargs: dict, factory: bool = False
+              ) -> Signature:
+    key = (fn, types, frozen(args), frozen(kwargs), factory)
+    found = _signatures.get(key)
+    if found is None:
+        found = _infer(fn, types, args, kwargs, factory)
+        if len(_signatures) >= SIGNATURES_KEPT:
+            _signatures.clear()
+        _signatures[key] = found
+    return found
+
+
+def _checked(fn: str, types: tuple, args: list, kwargs: dict) -> None:
+    torch_functions.resolve(fn)
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
+        raise ValueError(f'{fn}: malformed torch_call arguments')
+    for item in args:
+        check_wire(item, len(types))
+    check_wire(kwargs, len(types))
+    if torch_functions.in_place(fn) and not (args and isinstance(args[0], (list, tuple))
+                                             and args[0][0] == 'T'):
+        raise ValueError(f'{fn}: an in-place call must update a tensor input')
+
+
+def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Signature:
+    _checked(fn, types, args, kwargs)
+    device = {'device': 'meta'} if factory else {}
+    tensors = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device='meta') for t in types]
+    try:
+        result = call(fn, tensors, args, dict(kwargs, **device))
+    except Exception as meta_error:
+        if isinstance(meta_error, NotImplementedError) or 'meta' in str(meta_error):
+            # No meta kernel, or one that needs the values.
+            return _infer_fake(fn, types, args, kwargs, device, meta_error)
+        kind = TypeError if isinstance(meta_error, TypeError) else ValueError
+        raise kind(f'{fn}: {meta_error}') from None
+    return _described(fn, result, dynamic=False)
+
+
+def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
+    """Fake tensors with a shape environment run ops whose sizes depend on the data,
+    giving them unbacked sizes, and report a genuine error the same way meta would."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    try:
+        with mode, _quiet_fake_tensors():
+            tensors = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype]) for t in types]
+            result = call(fn, tensors, args, dict(kwargs, **({'device': 'cpu'} if device
+                                                             else {})))
+    except (DataDependentOutputException, NotImplementedError) as error:
+        raise NeedsData(f'{fn}: {error}') from error
+    except Exception as error:
+        if 'data-dependent' in str(error) or 'data dependent' in str(error):
+            raise NeedsData(f'{fn}: {error}') from error
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f'{fn}: {meta_error}') from error
+    return _described(fn, result, dynamic=True)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensors():
+    """Fake tensors log every failure at ERROR; here a failure is an answer."""
+    logger = logging.getLogger('torch._subclasses.fake_tensor')
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
+
+
+def _described(fn: str, result: Any, dynamic: bool) -> Signature:
+    outputs = flatten(result)
+    if not outputs and result is not None and not isinstance(result, (list, tuple)):
+        if dynamic or not isinstance(result, (bool, int, float, str, torch.Size, torch.dtype)):
+            raise NeedsData(f'{fn} returns a {type(result).__name__}, not tensors')
+    for tensor in outputs:
+        if tensor.dtype not in DTYPE_NAMES:
+            raise TypeError(f'{fn}: its result has dtype {tensor.dtype}, which GT has not '
+                            f'(GT has {", ".join(TORCH_DTYPES)})')
+        if tensor.layout != torch.strided:
+            raise TypeError(f'{fn}: its result is a {tensor.layout} tensor; GT holds strided '
+                            'tensors only')
+    ndims = tuple(tensor.dim() for tensor in outputs)
+    dtypes = tuple(DTYPE_NAMES[tensor.dtype] for tensor in outputs)
+    static = all(isinstance(size, int) for tensor in outputs for size in tensor.shape)
+    types = (tuple(TensorType(tuple(t.shape), d) for t, d in zip(outputs, dtypes))
+             if static else None)
+    return Signature(types, ndims, dtypes, result)
+
+
+def output_types(fn: str, types: tuple, args: list, kwargs: dict, sizes: list | None,
+                 factory: bool = False) -> tuple[TensorType, ...]:
+    try:
+        found = signature(fn, types, args, kwargs, factory)
+    except NeedsData as error:
+        raise ValueError(f'{error} (GT computes it only where the values are)') from None
+    if sizes is None:
+        if found.types is None:
+            raise ValueError(f'{fn}: the result shape depends on the values; record it with '
+                             'the sizes torch_sizes measured')
+        return found.types
+    if (not isinstance(sizes, (list, tuple)) or len(sizes) != sum(found.ndims)
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                       for s in sizes)):
+        raise ValueError(f'{fn}: sizes {sizes!r} do not fit outputs of ranks '
+                         f'{list(found.ndims)}')
+    shapes, start = [], 0
+    for ndim in found.ndims:
+        shapes.append(tuple(sizes[start:start + ndim]))
+        start += ndim
+    return tuple(TensorType(shape, dtype) for shape, dtype in zip(shapes, found.dtypes))
+
+
+# ---- torch_call ------------------------------------------------------------------------
+def _call_type(types, fn, args, kwargs, sizes=None):
+    return output_types(fn, types, args, kwargs, sizes)
+
+
+def _outputs(result: Any, sizes: list | None) -> Any:
+    outputs = flatten(result)
+    if sizes is not None:
+        measured = [size for tensor in outputs for size in tensor.shape]
+        if measured != list(sizes):
+            raise RuntimeError(f'the result has sizes {measured}, not the {list(sizes)} '
+                               'measured before (is the function deterministic?)')
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _torch_call(*tensors, fn, args, kwargs, sizes=None):
+    return _outputs(_named_errors(fn, list(tensors), args, kwargs), sizes)
+
+
+def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
+    """`call`, with the function's name in any error, so a worker's report names it."""
+    try:
+        return call(fn, tensors, args, kwargs)
+    except Exception as error:
+        raise RuntimeError(f'{fn}: {error}') from error
+
+
+def _numpy(torch_row):
+    """A numpy row that runs the torch row on the arrays (through torch, zero-copy)."""
+    def run(*arrays, **attrs):
+        tensors = [torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
+                   else a for a in arrays]
+        result = torch_row(*tensors, **attrs)
+        if isinstance(result, torch.Tensor):
+            return result.numpy()
+        return tuple(tensor.numpy() for tensor in result) if isinstance(result, tuple) \
+            else result
+    return run
+
+
+# ---- torch_random and torch_factory --------------------------------------------------------
+@contextlib.contextmanager
+def _drawing_from(generator: Any):
+    """torch's default generator on the session generator's device takes its state for
+    the call, so functions without a `generator=` argument (dropout) draw from it too."""
+    if isinstance(generator, np.random.Generator):  # the numpy engine: a torch generator
+        seeded = torch.Generator().manual_seed(int(generator.integers(2 ** 62)))
+        generator = seeded
+    if generator.device.type == 'cuda':
+        default = torch.cuda.default_generators[generator.device.index or 0]
+    else:
+        default = torch.default_generator
+    saved = default.get_state()
+    default.set_state(generator.get_state())
+    try:
+        yield
+    finally:
+        generator.set_state(default.get_state())
+        default.set_state(saved)
+
+
+def _random_type(types, fn, args, kwargs):
+    if fn not in torch_functions.RANDOM:
+        raise ValueError(f'torch_random: {fn} draws no random numbers; it is a torch_call')
+    return output_types(fn, types, args, kwargs, None, factory=not types)
+
+
+def _torch_random(ctx, *tensors, fn, args, kwargs):
+    device = {} if tensors else {'device': ctx.device or 'cpu'}
+    with _drawing_from(ctx.generator):
+        return _outputs(_named_errors(fn, list(tensors), args, dict(kwargs, **device)), None)
+
+
+def _numpy_random(ctx, *arrays, **attrs):
+    return _numpy(lambda *tensors, **a: _torch_random(ctx, *tensors, **a))(*arrays, **attrs)
+
+
+def _factory_type(types, fn, args, kwargs):
+    if types or fn in torch_functions.RANDOM:
+        raise ValueError(f'torch_factory: {fn} must take no tensors and draw nothing')
+    found = output_types(fn, types, args, kwargs, None, factory=True)
+    if len(found) != 1:
+        raise ValueError(f'torch_factory: {fn} must make one tensor')
+    return found
+
+
+def _torch_factory(ctx, fn, args, kwargs):
+    return _named_errors(fn, [], args, dict(kwargs, device=ctx.device or 'cpu'))
+
+
+def _numpy_factory(ctx, fn, args, kwargs):
+    return call(fn, [], args, dict(kwargs, device='cpu')).numpy()
+
+
+# ---- torch_sizes: the probe of a data-dependent call ------------------------------------
+def _sizes_type(types, fn, args, kwargs):
+    try:
+        found = signature(fn, types, args, kwargs)
+    except NeedsData as error:
+        raise ValueError(str(error)) from None
+    return (TensorType((sum(found.ndims),), 'int64'),)
+
+
+def _torch_sizes(*tensors, fn, args, kwargs):
+    outputs = flatten(call(fn, list(tensors), args, kwargs))
+    sizes = [size for tensor in outputs for size in tensor.shape]
+    device = tensors[0].device if tensors else None
+    return torch.tensor(sizes, dtype=torch.int64, device=device)
+
+
+def _numpy_sizes(*arrays, **attrs):
+    return _numpy(_torch_sizes)(*arrays, **attrs)
+
+
+# ---- torch_vjp -----------------------------------------------------------------------------
+def _vjp_type(types, fn, args, kwargs, n_inputs, wants, differentiable, sizes=None):
+    primals, cotangents = types[:n_inputs], types[n_inputs:]
+    outputs = output_types(fn, primals, args, kwargs, sizes)
+    if (not isinstance(wants, (list, tuple)) or not wants
+            or any(not isinstance(i, int) or not 0 <= i < n_inputs for i in wants)):
+        raise ValueError(f'torch_vjp: wants {wants!r} names no inputs of {fn}')
+    if (not isinstance(differentiable, (list, tuple))
+            or any(not isinstance(i, int) or not 0 <= i < len(outputs) for i in differentiable)
+            or [outputs[i] for i in differentiable] != list(cotangents)):
+        raise ValueError(f'torch_vjp: the cotangents do not match the outputs of {fn}')
+    for index in wants:
+        if primals[index].dtype not in FLOATING:
+            raise TypeError(f'torch_vjp: input {index} of {fn} is not floating point')
+    return tuple(primals[index] for index in wants)
+
+
+def _torch_vjp(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, sizes=None):
+    primals, cotangents = list(tensors[:n_inputs]), tensors[n_inputs:]
+
+    def function(*chosen):
+        inputs = list(primals)
+        for index, tensor in zip(wants, chosen):
+            inputs[index] = tensor
+        outputs = flatten(call(fn, inputs, args, kwargs))
+        return tuple(outputs[i] for i in differentiable)
+
+    with torch.inference_mode(False), torch.enable_grad():
+        chosen = [primals[i].clone() for i in wants]  # inference tensors cannot be saved
+        _, pullback = torch.func.vjp(function, *chosen)
+        grads = pullback(tuple(c.clone() for c in cotangents))
+    grads = tuple(g if g is not None else torch.zeros_like(primals[i])
+                  for g, i in zip(grads, wants))
+    return grads[0] if len(grads) == 1 else grads
+
+
+def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
+    """Gradients by `torch_vjp` of the same call, for floating inputs that want them."""
+    wants = [i for i, tensor in enumerate(inputs)
+             if getattr(tensor, 'requires_grad', True) and tensor._type.dtype in FLOATING]
+    if not wants:
+        return [None] * len(inputs)
+    types = tuple(tensor._type for tensor in inputs)
+    outputs = output_types(fn, types, args, kwargs, sizes)
+    differentiable = [i for i, t in enumerate(outputs) if t.dtype in FLOATING]
+    cotangents = [grads[i] if grads[i] is not None else
+                  emit('zeros', shape=list(outputs[i].shape), dtype=outputs[i].dtype)
+                  for i in differentiable]
+    attrs = dict(fn=fn, args=args, kwargs=kwargs, n_inputs=len(inputs), wants=wants,
+                 differentiable=differentiable)
+    if sizes is not None:
+        attrs['sizes'] = sizes
+    result = emit('torch_vjp', *inputs, *cotangents, **attrs)
+    result = result if isinstance(result, list) else [result]
+    gradients: list = [None] * len(inputs)
+    for index, gradient in zip(wants, result):
+        gradients[index] = gradient
+    return gradients
+
+
+ROWS = [
+    OpDef('torch_call', _call_type, _torch_call, _numpy(_torch_call), grad=_call_grad),
+    OpDef('torch_random', _random_type, _torch_random, _numpy_random, random=True,
+          context=True),
+    OpDef('torch_factory', _factory_type, _torch_factory, _numpy_factory, source=True),
+    OpDef('torch_sizes', _sizes_type, _torch_sizes, _numpy_sizes),
+    OpDef('torch_vjp', _vjp_type, _torch_vjp, _numpy(_torch_vjp)),
+]

@@ -1,0 +1,130 @@
+"""Which torch functions GT runs by name (the `torch_call` fallback), and how to find them.
+
+A name is `torch.sin`, `Tensor.topk`, `torch.nn.functional.pad`, `torch.linalg.norm`,
+`torch.special.erf` or `torch.fft.rfft`: a public function of a namespace that computes
+on tensors. Functions that read or write files, load code, or change process-wide
+settings are refused, and so is anything that is not a plain function (classes,
+modules). The client checks a name when it records a call; the dispatcher checks it
+again when it decodes one, and a worker only ever runs a name that passed.
+"""
+
+import types
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional
+
+NAMESPACES: dict[str, Any] = {
+    'torch': torch,
+    'Tensor': torch.Tensor,
+    'torch.nn.functional': torch.nn.functional,
+    'torch.linalg': torch.linalg,
+    'torch.special': torch.special,
+    'torch.fft': torch.fft,
+}
+
+# I/O, code loading, process-wide state, and values GT keeps to itself.
+REFUSED = frozenset({
+    'torch.load', 'torch.save', 'torch.from_file', 'torch.compile', 'torch.export',
+    'torch.manual_seed', 'torch.seed', 'torch.initial_seed', 'torch.get_rng_state',
+    'torch.cond', 'torch.vmap', 'torch.while_loop', 'torch.typename', 'torch.from_numpy',
+    'torch.from_dlpack', 'torch.frombuffer', 'torch.asarray', 'torch.tensor', 'torch.as_tensor',
+    'torch.use_deterministic_algorithms', 'torch.compiled_with_cxx11_abi', 'torch.sym_int',
+    'torch.sym_float', 'torch.sym_max', 'torch.sym_min', 'torch.sym_not', 'torch.sym_ite',
+    'torch.sym_sum', 'torch.sym_fresh_size', 'torch.get_default_dtype', 'torch.get_device',
+    'torch.get_num_threads', 'torch.get_num_interop_threads', 'torch.import_ir_module',
+    'torch.import_ir_module_from_buffer', 'torch.autocast', 'torch.chunk_default',
+    'Tensor.tolist', 'Tensor.numpy', 'Tensor.item', 'Tensor.data_ptr', 'Tensor.storage',
+    'Tensor.untyped_storage', 'Tensor.backward', 'Tensor.register_hook',
+    'Tensor.register_post_accumulate_grad_hook', 'Tensor.retain_grad', 'Tensor.requires_grad_',
+    'Tensor.share_memory_', 'Tensor.pin_memory', 'Tensor.cuda', 'Tensor.cpu', 'Tensor.to',
+    'Tensor.record_stream', 'Tensor.apply_', 'Tensor.map_', 'Tensor.map2_', 'Tensor.set_',
+    'Tensor.resize_', 'Tensor.resize_as_', 'Tensor.detach_', 'Tensor.dim_order',
+    'Tensor.storage_offset', 'Tensor.is_pinned', 'Tensor.is_shared', 'Tensor.get_device',
+    'Tensor.module_load', 'Tensor.new', 'Tensor.type', 'Tensor.to_dense', 'Tensor.to_sparse',
+    'Tensor.untyped_storage',
+})
+REFUSED_PREFIXES = ('_', 'set_', 'is_inference', 'is_grad', 'is_anomaly', 'is_autocast',
+                    'is_deterministic', 'is_warn', 'are_deterministic', 'get_', 'save',
+                    'load', 'to_dlpack')
+FUNCTION_TYPES = (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
+                  types.WrapperDescriptorType, types.MethodWrapperType)
+
+# Draws from the session's generator: run where the generator is in step, never merged.
+RANDOM = frozenset({
+    'torch.rand', 'torch.randn', 'torch.randint', 'torch.randperm', 'torch.normal',
+    'torch.bernoulli', 'torch.multinomial', 'torch.poisson', 'torch.rand_like',
+    'torch.randn_like', 'torch.randint_like', 'torch.dropout', 'torch.alpha_dropout',
+    'torch.feature_dropout', 'torch.feature_alpha_dropout', 'torch.rrelu', 'torch.rrelu_',
+    'torch.binomial', 'Tensor.random_', 'Tensor.uniform_', 'Tensor.normal_',
+    'Tensor.bernoulli', 'Tensor.bernoulli_', 'Tensor.exponential_', 'Tensor.geometric_',
+    'Tensor.cauchy_', 'Tensor.log_normal_', 'Tensor.multinomial',
+    'torch.nn.functional.dropout', 'torch.nn.functional.dropout1d',
+    'torch.nn.functional.dropout2d', 'torch.nn.functional.dropout3d',
+    'torch.nn.functional.alpha_dropout', 'torch.nn.functional.feature_alpha_dropout',
+    'torch.nn.functional.rrelu', 'torch.nn.functional.rrelu_',
+    'torch.nn.functional.gumbel_softmax', 'torch.nn.functional.fractional_max_pool2d',
+    'torch.nn.functional.fractional_max_pool3d',
+    'torch.nn.functional.fractional_max_pool2d_with_indices',
+    'torch.nn.functional.fractional_max_pool3d_with_indices',
+})
+
+_resolved: dict[str, Callable] = {}
+
+
+def resolve(name: str) -> Callable:
+    """The function `name` names, or a ValueError saying why GT will not run it."""
+    function = _resolved.get(name)
+    if function is not None:
+        return function
+    if not isinstance(name, str):
+        raise ValueError(f'torch_call: a function name must be a string, got {name!r}')
+    namespace, _, attribute = name.rpartition('.')
+    owner = NAMESPACES.get(namespace)
+    if owner is None:
+        raise ValueError(f'torch_call: {name!r} is not in a namespace GT runs '
+                         f'({", ".join(NAMESPACES)})')
+    dunder = attribute in ('__getitem__', '__setitem__') and namespace == 'Tensor'
+    if name in REFUSED or (attribute.startswith(REFUSED_PREFIXES) and not dunder):
+        raise ValueError(f'torch_call: GT does not run {name} (it does I/O, loads code, '
+                         'changes process-wide settings, or has a GT form of its own)')
+    function = getattr(owner, attribute, None)
+    if function is None or not isinstance(function, FUNCTION_TYPES):
+        raise ValueError(f'torch_call: {name} is not a torch function')
+    _resolved[name] = function
+    return function
+
+
+def exists(name: str) -> bool:
+    try:
+        resolve(name)
+    except ValueError:
+        return False
+    return True
+
+
+def in_place(name: str) -> bool:
+    """`Tensor.add_`, `torch.relu_`, `Tensor.__setitem__`: the call updates its first
+    argument. GT runs it on a copy and rebinds the tensor to the copy."""
+    attribute = name.rpartition('.')[2]
+    return attribute == '__setitem__' or (attribute.endswith('_') and not attribute.endswith('__'))
+
+
+def name_of(function: Any) -> str | None:
+    """The name under which `function` (as `__torch_function__` receives it) is allowed."""
+    return _names().get(function)
+
+
+_by_function: dict[Any, str] = {}
+
+
+def _names() -> dict[Any, str]:
+    if not _by_function:
+        for namespace, owner in NAMESPACES.items():
+            for attribute in dir(owner):
+                name = f'{namespace}.{attribute}'
+                if exists(name):
+                    _by_function.setdefault(getattr(owner, attribute), name)
+        for attribute in ('__getitem__', '__setitem__'):
+            _by_function[getattr(torch.Tensor, attribute)] = f'Tensor.{attribute}'
+    return _by_function

@@ -1,0 +1,44 @@
+"""The seeds' API where it is wider than torch, beside torch's meaning: `transpose()` of
+a 2-D tensor, dtypes named by strings, numpy's `axis`/`keepdims`."""
+
+import pytest
+import torch
+from api_check import array, assert_same, pair
+
+import gt
+
+
+def test_transpose_without_dims_swaps_a_matrix():
+    x, tx = pair(array((3, 5)))
+    assert_same(x.transpose(), tx.T)
+    assert_same(x.transpose(0, 1), tx.transpose(0, 1))
+    with pytest.raises(TypeError, match='2-D tensors only'):
+        gt.zeros(2, 3, 4).transpose()
+    with pytest.raises(TypeError, match='two dims'):
+        x.transpose(0)
+
+
+@pytest.mark.parametrize('name, dtype', [
+    ('float32', torch.float32), ('torch.float64', torch.float64), ('float', torch.float32),
+    ('long', torch.int64), ('int', torch.int32), ('half', torch.float16), ('bool', torch.bool),
+])
+def test_dtypes_named_by_strings(name, dtype):
+    assert gt.tensor([1, 0, 2], dtype=name).dtype == dtype
+    assert gt.zeros(2, dtype=name).dtype == dtype
+    assert gt.ones(2).to(name).dtype == dtype
+
+
+def test_axis_and_keepdims_wherever_dim_and_keepdim_go():
+    x, tx = pair(array((3, 4)))
+    assert_same(x.sum(axis=1, keepdims=True), tx.sum(dim=1, keepdim=True))
+    assert_same(gt.mean(x, axis=0), tx.mean(dim=0))
+    assert_same(x.argmax(axis=1, keepdims=True), tx.argmax(dim=1, keepdim=True))
+    assert_same(x.amax(axis=0), tx.amax(dim=0))
+    assert_same((x > 0).any(axis=1), (tx > 0).any(dim=1))
+    assert_same(x.softmax(axis=1), tx.softmax(dim=1))
+    assert_same(gt.cat([x, x], axis=1), torch.cat([tx, tx], dim=1))
+    assert_same(gt.stack([x, x], axis=2), torch.stack([tx, tx], dim=2))
+    assert_same(x.unsqueeze(axis=0), tx.unsqueeze(0))
+    assert_same(x.cumsum(axis=1), tx.cumsum(dim=1))  # the fallback: torch takes axis too
+    with pytest.raises(TypeError, match='both dim and axis'):
+        x.argmax(dim=0, axis=1)

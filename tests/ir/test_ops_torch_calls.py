@@ -1,0 +1,219 @@
+"""The fallback rows against torch: 'torch_call', 'torch_sizes', 'torch_vjp',
+'torch_factory' and 'torch_random' run torch functions by name, with the same values,
+types and gradients as calling torch directly; their type rules refuse names off the
+allow-list and malformed arguments."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from op_check import check_op, run_source, tensor, torch_context, type_of
+
+from gt.ir import OPS
+from gt.ir.torch_arguments import encode
+
+f32, i64, b8 = torch.float32, torch.int64, torch.bool
+
+
+def wire_call(fn: str, *args, **kwargs):
+    """The attrs and tensor inputs GT's client records for `fn(*args, **kwargs)`."""
+    inputs: list = []
+
+    def index(value):
+        if not isinstance(value, torch.Tensor):
+            return None
+        inputs.append(value)
+        return len(inputs) - 1
+    attrs = {'fn': fn, 'args': [encode(a, index) for a in args],
+             'kwargs': {k: encode(v, index) for k, v in kwargs.items()}}
+    return inputs, attrs
+
+
+CALLS = [
+    ('torch.sin', lambda: (tensor((3, 4)),), {}),
+    ('torch.einsum', lambda: ('ij,kj->ik', tensor((3, 4)), tensor((2, 4))), {}),
+    ('Tensor.topk', lambda: (tensor((3, 5)), 2), {'dim': 1, 'largest': False}),
+    ('torch.nn.functional.pad', lambda: (tensor((2, 3)), (1, 2)), {'value': 0.5}),
+    ('torch.cumsum', lambda: (tensor((3, 4), i64), 1), {'dtype': torch.float32}),
+    ('Tensor.__getitem__', lambda: (tensor((5, 3)), (tensor((4,), i64, 0, 5), slice(None, 2))), {}),
+    ('torch.tril', lambda: (tensor((4, 4)),), {'diagonal': -1}),
+    ('torch.split', lambda: (tensor((5, 2)), [2, 3]), {}),
+    ('torch.nn.functional.one_hot', lambda: (tensor((4,), i64, 0, 3), 3), {}),
+    ('torch.linalg.norm', lambda: (tensor((3, 4)),), {'ord': 'fro'}),
+    ('torch.special.erf', lambda: (tensor((6,)),), {}),
+    ('torch.where', lambda: (tensor((3,), b8), tensor((3,)), tensor((3,))), {}),
+]
+
+
+@pytest.mark.parametrize('fn, make, kwargs', CALLS, ids=[c[0] for c in CALLS])
+def test_torch_call(fn, make, kwargs):
+    args = make()
+    inputs, attrs = wire_call(fn, *args, **kwargs)
+    expected = _reference(fn)(*args, **kwargs)
+    outputs = expected if isinstance(expected, torch.Tensor) else tuple(expected)
+    check_op('torch_call', inputs, attrs, outputs)
+
+
+def _reference(fn: str):
+    namespace, _, name = fn.rpartition('.')
+    owner = {'torch': torch, 'Tensor': torch.Tensor, 'torch.nn.functional': F,
+             'torch.linalg': torch.linalg, 'torch.special': torch.special}[namespace]
+    return getattr(owner, name)
+
+
+@pytest.mark.parametrize('fn, make, expect', [
+    ('Tensor.clamp_', lambda x: (x, -0.5, 0.5), lambda x: x.clamp(-0.5, 0.5)),
+    ('Tensor.__setitem__', lambda x: (x, (x > 0), 2.0), lambda x: torch.where(x > 0, 2.0, x)),
+    ('Tensor.index_fill_', lambda x: (x, 1, torch.tensor([0, 2]), -1.0),
+     lambda x: x.index_fill(1, torch.tensor([0, 2]), -1.0)),
+])
+def test_in_place_calls_update_a_copy(fn, make, expect):
+    x = tensor((3, 4))
+    before = x.clone()
+    inputs, attrs = wire_call(fn, *make(x))
+    check_op('torch_call', inputs, attrs, expect(before))
+    assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize('fn, make', [
+    ('torch.nonzero', lambda: (tensor((4, 5), b8),)),
+    ('Tensor.__getitem__', lambda: (lambda x: (x, x > 0))(tensor((3, 4)))),
+    ('torch.unique', lambda: (tensor((10,), i64, 0, 4),)),
+    ('torch.masked_select', lambda: (tensor((3, 4)), tensor((4,), b8))),
+])
+def test_data_dependent_calls_measure_then_run(fn, make):
+    args = make()
+    expected = _reference(fn)(*args)
+    outputs = expected if isinstance(expected, torch.Tensor) else tuple(expected)
+    inputs, attrs = wire_call(fn, *args)
+    sizes = [s for out in (outputs if isinstance(outputs, tuple) else (outputs,))
+             for s in out.shape]
+    check_op('torch_sizes', inputs, attrs, torch.tensor(sizes))
+    check_op('torch_call', inputs, dict(attrs, sizes=sizes), outputs)
+
+
+@pytest.mark.parametrize('fn, make, kwargs', [
+    ('torch.sin', lambda: (tensor((3, 4)),), {}),
+    ('torch.einsum', lambda: ('ij,kj->ik', tensor((3, 4)), tensor((2, 4))), {}),
+    ('Tensor.topk', lambda: (tensor((3, 5)), 2), {}),
+    ('torch.nn.functional.pad', lambda: (tensor((2, 3)), (1, 2)), {'mode': 'reflect'}),
+    ('torch.cummax', lambda: (tensor((4, 3)), 0), {}),
+])
+def test_torch_vjp_matches_autograd(fn, make, kwargs):
+    args = make()
+    leaves = [a.clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+    result = _reference(fn)(*leaves, **kwargs)
+    outputs = [result] if isinstance(result, torch.Tensor) else list(result)
+    floating = [i for i, out in enumerate(outputs) if out.dtype.is_floating_point]
+    cotangents = [tensor(tuple(outputs[i].shape)) for i in floating]
+    tensors = [a for a in leaves if isinstance(a, torch.Tensor)]
+    expected = torch.autograd.grad([outputs[i] for i in floating], tensors, cotangents)
+    inputs, attrs = wire_call(fn, *args, **kwargs)
+    attrs.update(n_inputs=len(inputs), wants=list(range(len(inputs))), differentiable=floating)
+    check_op('torch_vjp', [*inputs, *cotangents], attrs,
+             expected[0] if len(expected) == 1 else tuple(expected))
+
+
+def test_torch_vjp_for_some_inputs_only():
+    x, index = tensor((4, 3)), torch.tensor([2, 0])
+    leaf = x.clone().requires_grad_()
+    out = torch.index_select(leaf, 0, index)
+    cotangent = tensor((2, 3))
+    (expected,) = torch.autograd.grad(out, leaf, cotangent)
+    inputs, attrs = wire_call('torch.index_select', x, 0, index)
+    attrs.update(n_inputs=2, wants=[0], differentiable=[0])
+    check_op('torch_vjp', [*inputs, cotangent], attrs, expected)
+
+
+@pytest.mark.parametrize('fn, args, kwargs', [
+    ('torch.linspace', (0.0, 1.0, 7), {}),
+    ('torch.eye', (3, 4), {'dtype': torch.int64}),
+    ('torch.tril_indices', (4, 4), {}),
+    ('torch.logspace', (0, 2, 5), {'base': 2.0}),
+])
+def test_torch_factory(fn, args, kwargs):
+    _, attrs = wire_call(fn, *args, **kwargs)
+    (got,) = run_source('torch_factory', attrs, torch_context())
+    torch.testing.assert_close(got, _reference(fn)(*args, **kwargs), rtol=0, atol=0)
+    (array,) = run_source('torch_factory', attrs, None, engine='numpy')
+    torch.testing.assert_close(torch.from_numpy(array), _reference(fn)(*args, **kwargs))
+
+
+def test_torch_random_draws_from_the_session_generator_as_torch_does():
+    _, attrs = wire_call('torch.randint', 0, 10, (6,))
+    context = torch_context(seed=7)
+    first = run_source('torch_random', attrs, context)[0]
+    second = run_source('torch_random', attrs, context)[0]
+    generator = torch.Generator().manual_seed(7)
+    assert torch.equal(first, torch.randint(0, 10, (6,), generator=generator))
+    assert torch.equal(second, torch.randint(0, 10, (6,), generator=generator))
+
+
+def test_torch_random_without_a_generator_argument_uses_the_session_generator():
+    x = torch.ones(200)
+    inputs, attrs = wire_call('torch.nn.functional.dropout', x, 0.5)
+    graph_out = _run_random(inputs, attrs, seed=3)
+    default_state = torch.get_rng_state()
+    torch.manual_seed(3)
+    expected = F.dropout(x, 0.5)
+    torch.set_rng_state(default_state)
+    assert torch.equal(graph_out, expected)
+    assert torch.equal(torch.get_rng_state(), default_state)  # the process's is untouched
+
+
+def _run_random(inputs, attrs, seed):
+    from op_check import wire
+
+    from gt.ir import Graph, Node, Value, interpret, verify
+    attrs = wire(attrs)
+    values = tuple(Value(t.shape, t.dtype) for t in map(type_of, inputs))
+    outputs = tuple(Value(t.shape, t.dtype)
+                    for t in OPS['torch_random'].infer(tuple(v.type for v in values), **attrs))
+    graph = verify(Graph(values, (Node('torch_random', values, outputs, attrs),), outputs))
+    return interpret(graph, list(inputs), torch_context(seed=seed))[0]
+
+
+@pytest.mark.parametrize('op, types, attrs, error, message', [
+    ('torch_call', (), {'fn': 'torch.load', 'args': ['x'], 'kwargs': {}}, ValueError,
+     'does not run torch.load'),
+    ('torch_call', (), {'fn': 'os.system', 'args': ['ls'], 'kwargs': {}}, ValueError,
+     'not in a namespace'),
+    ('torch_call', (), {'fn': 'torch.Tensor', 'args': [], 'kwargs': {}}, ValueError,
+     'not a torch function'),
+    ('torch_call', (), {'fn': 'torch._C', 'args': [], 'kwargs': {}}, ValueError,
+     'does not run'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 1]], 'kwargs': {}},
+     ValueError, 'names no tensor input'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['X', 0]], 'kwargs': {}},
+     ValueError, 'unknown argument tag'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 0]],
+                                       'kwargs': {1: 2}}, ValueError, 'not a string'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.add', 'args': [['T', 0], ['T', 0]],
+                                       'kwargs': {'alpha': 'x'}}, TypeError, 'torch.add'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.view_as_complex', 'args': [['T', 0]],
+                                       'kwargs': {}}, ValueError, 'torch.view_as_complex'),
+    ('torch_call', ((3, 2), 'float32'), {'fn': 'torch.view_as_complex', 'args': [['T', 0]],
+                                         'kwargs': {}}, TypeError, 'complex64'),
+    ('torch_call', ((3,), 'bool'), {'fn': 'torch.nonzero', 'args': [['T', 0]], 'kwargs': {}},
+     ValueError, 'depends on the values'),
+    ('torch_call', ((3,), 'bool'), {'fn': 'torch.nonzero', 'args': [['T', 0]], 'kwargs': {},
+                                    'sizes': [1]}, ValueError, 'do not fit'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.equal', 'args': [['T', 0], ['T', 0]],
+                                       'kwargs': {}}, ValueError, 'only where the values are'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'Tensor.add_', 'args': [1.0, ['T', 0]],
+                                       'kwargs': {}}, ValueError, 'must update a tensor'),
+    ('torch_random', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 0]], 'kwargs': {}},
+     ValueError, 'draws no random numbers'),
+    ('torch_factory', (), {'fn': 'torch.randperm', 'args': [4], 'kwargs': {}}, ValueError,
+     'draw nothing'),
+    ('torch_vjp', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 0]], 'kwargs': {},
+                                      'n_inputs': 1, 'wants': [0], 'differentiable': [0]},
+     ValueError, 'cotangents do not match'),
+    ('torch_vjp', ((3,), 'float32', (3,), 'float32'),
+     {'fn': 'torch.sin', 'args': [['T', 0]], 'kwargs': {}, 'n_inputs': 1, 'wants': [1],
+      'differentiable': [0]}, ValueError, 'names no inputs'),
+])
+def test_type_rules_refuse(op, types, attrs, error, message):
+    from gt.ir import TensorType
+    pairs = [TensorType(tuple(types[i]), types[i + 1]) for i in range(0, len(types), 2)]
+    with pytest.raises(error, match=message):
+        OPS[op].infer(tuple(pairs), **attrs)
