@@ -88,7 +88,7 @@ class TapeNode:
     ids and types of the values it made. Outputs are not referenced, so no cycles form."""
 
     __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'output_types',
-                 'sequence', 'freed', 'backward_signal', '__weakref__')
+                 'sequence', 'freed', 'backward_signal', 'hooks', '__weakref__')
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
@@ -102,6 +102,7 @@ class TapeNode:
         # The signal whose config places this op's gradient ops (pipeline parallelism);
         # None: they run where their inputs, the forward values, live.
         self.backward_signal = signal.current_backward()
+        self.hooks: dict[int, list] = {}  # output index -> its tensor's hooks
         live_nodes[self.sequence] = self
 
     @property
@@ -144,34 +145,91 @@ def set_requires_grad(tensor: Any, requires_grad: bool) -> None:
     tensor.requires_grad = requires_grad
 
 
-def backward(root: Any, gradient: Any = None, retain_graph: bool = False) -> None:
-    from gt.tensor import as_tensor, emit
-
+def backward(root: Any, gradient: Any = None, retain_graph: bool = False,
+             create_graph: bool = False) -> None:
+    """`root.backward(gradient)`: accumulate d(root)/d(leaf) into each leaf's `.grad`."""
     if not root.requires_grad:
         raise RuntimeError('backward(): the tensor does not require grad and has no grad_fn '
                            '(did you forget requires_grad=True, or call it under no_grad?)')
+    _propagate([root], [gradient], retain_graph or create_graph, create_graph, None)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple:
+    """`gt.autograd.grad`: the gradients of `outputs` with respect to `inputs`, returned
+    rather than accumulated into `.grad`, as torch.autograd.grad. With `create_graph`,
+    the gradients are recorded on the tape themselves, so they can be differentiated."""
+    outputs = [outputs] if not isinstance(outputs, (list, tuple)) else list(outputs)
+    inputs = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
+    if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f'grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs')
+    for index, output in enumerate(outputs):
+        if not output.requires_grad:
+            raise RuntimeError(f'grad: output {index} does not require grad and has no '
+                               'grad_fn')
+    for index, tensor in enumerate(inputs):
+        if not tensor.requires_grad:
+            raise RuntimeError(f'grad: input {index} does not require grad')
+    keep = create_graph if retain_graph is None else retain_graph
+    found = _propagate(outputs, list(grad_outputs), keep, create_graph, inputs)
+    results = []
+    for index, tensor in enumerate(inputs):
+        gradient = found.get(id(tensor))
+        if gradient is None and not allow_unused:
+            raise RuntimeError(f'grad: input {index} was not used to compute the outputs; '
+                               'pass allow_unused=True if that is intended')
+        results.append(gradient)
+    return tuple(results)
+
+
+def _seed(root: Any, gradient: Any) -> tuple[Any, bool]:
+    """The gradient backpropagation starts from, and whether the caller gave it."""
+    from gt.tensor import as_tensor, emit
+
     if gradient is None:
         if root.numel() != 1:
             raise RuntimeError(f'backward() without a gradient works only on scalar outputs; '
                                f'this tensor has shape {list(root.shape)}: pass '
                                f'gradient= of that shape')
-        gradient = emit('ones', shape=list(root._type.shape), dtype=root._type.dtype)
-        assigned: set[int] = set()
-    else:
-        gradient = as_tensor(gradient, like=root)
-        if tuple(gradient.shape) != tuple(root.shape):
-            raise RuntimeError(f'backward(): gradient has shape {list(gradient.shape)} but the '
-                               f'tensor has shape {list(root.shape)}')
-        if gradient._type.dtype != root._type.dtype:
-            gradient = emit('cast', gradient, dtype=root._type.dtype)  # as torch casts it
-        # The caller's tensor must not become a .grad itself: an in-place update of one
-        # would change the other.
-        assigned = {id(gradient)}
-    with no_grad():
-        if root.grad_fn is None:
-            _accumulate(root, gradient, assigned)
-            return
-        nodes = _reachable(root.grad_fn)
+        return emit('ones', shape=list(root._type.shape), dtype=root._type.dtype), False
+    gradient = as_tensor(gradient, like=root)
+    if tuple(gradient.shape) != tuple(root.shape):
+        raise RuntimeError(f'backward(): gradient has shape {list(gradient.shape)} but the '
+                           f'tensor has shape {list(root.shape)}')
+    if gradient._type.dtype != root._type.dtype:
+        gradient = emit('cast', gradient, dtype=root._type.dtype)  # as torch casts it
+    return gradient, True
+
+
+def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: bool,
+               targets: list | None) -> dict[int, Any]:
+    """Walk the tape back from `roots`. Without `targets`, accumulate into leaves'
+    `.grad`; with them, return {id(target): gradient} and touch no `.grad`."""
+    from gt.tensor import emit
+
+    assigned: set[int] = set()  # tensors that are some leaf's .grad already
+    grads: dict[tuple[int, int], Any] = {}
+    collected: dict[int, Any] = {}
+    wanted = None if targets is None else {id(t) for t in targets}
+    mode = enable_grad() if create_graph else no_grad()
+    with mode:
+        seeds = [_seed(root, gradient) for root, gradient in zip(roots, gradients)]
+    with mode:
+        starts = []
+        for root, (gradient, given) in zip(roots, seeds):
+            if given:
+                # The caller's tensor must not become a .grad itself: an in-place update
+                # of one would change the other.
+                assigned.add(id(gradient))
+            if root.grad_fn is None:
+                _arrive(root, gradient, assigned, collected, wanted)
+                continue
+            key = (id(root.grad_fn), root.grad_fn.output_ids.index(root._id))
+            grads[key] = gradient if key not in grads else emit('add', grads[key], gradient)
+            starts.append(root.grad_fn)
+        nodes = _reachable(starts)
         for node in nodes:
             if node.freed:
                 raise RuntimeError(
@@ -183,22 +241,31 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False) -> Non
                     raise RuntimeError(
                         f'an input of {node.op} (recorded as {node.name}) was modified by an '
                         'in-place operation after it was used; its gradient cannot be computed')
-        if root._retained:
-            _accumulate(root, gradient, assigned)
-        grads: dict[tuple[int, int], Any] = {(id(root.grad_fn), root.grad_fn.output_ids.index(
-            root._id)): gradient}
+        for root in roots:
+            if root.grad_fn is not None and (root._retained or id(root) in (wanted or ())):
+                key = (id(root.grad_fn), root.grad_fn.output_ids.index(root._id))
+                _collect(root, grads[key], assigned, collected, wanted)
         for node in nodes:
-            _step(node, grads, assigned, emit)
+            _step(node, grads, assigned, emit, collected, wanted)
         if not retain_graph:
             for node in nodes:
                 node.freed = True
                 node.inputs = node.input_ids = []
+    return collected
 
 
-def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable) -> None:
+def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected: dict,
+          wanted: set | None) -> None:
     outputs = [grads.pop((id(node), index), None) for index in range(len(node.output_ids))]
+    if node.hooks:
+        outputs = [_hooked(node.hooks.get(index), grad) if grad is not None else None
+                   for index, grad in enumerate(outputs)]
     if all(grad is None for grad in outputs):
         return
+    if grad_mode.enabled and not OPS[node.op].grad_of_grad:
+        name = node.attrs.get('fn', node.op)
+        raise NotImplementedError(f'create_graph: GT cannot differentiate the gradient of '
+                                  f'{name} (a torch function it runs by name) again')
     if node.backward_signal is None:
         input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
     else:
@@ -211,12 +278,70 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable) -> None:
         if grad._type.dtype != tensor._type.dtype:
             grad = emit('cast', grad, dtype=tensor._type.dtype)
         if tensor.grad_fn is None:
-            _accumulate(tensor, grad, assigned)
+            _arrive(tensor, grad, assigned, collected, wanted)
             continue
         key = (id(tensor.grad_fn), tensor.grad_fn.output_ids.index(tensor._id))
         grads[key] = grad if key not in grads else emit('add', grads[key], grad)
-        if tensor._retained:
-            _accumulate(tensor, grad, assigned)
+        if tensor._retained or (wanted is not None and id(tensor) in wanted):
+            _collect(tensor, grad, assigned, collected, wanted)
+
+
+def _arrive(leaf: Any, grad: Any, assigned: set, collected: dict, wanted: set | None) -> None:
+    """A leaf's gradient: through its hooks, then into `.grad` (or the results of grad())."""
+    grad = _hooked(leaf._hooks, grad)
+    if wanted is None:
+        _accumulate(leaf, grad, assigned)
+    elif id(leaf) in wanted:
+        _add_to(collected, leaf, grad)
+
+
+def _collect(tensor: Any, grad: Any, assigned: set, collected: dict, wanted: set | None) -> None:
+    """One more part of a non-leaf's gradient, for retain_grad() or grad()'s results."""
+    if wanted is None:
+        _accumulate(tensor, grad, assigned)
+    elif id(tensor) in wanted:
+        _add_to(collected, tensor, grad)
+
+
+def _add_to(collected: dict, tensor: Any, grad: Any) -> None:
+    from gt.tensor import emit
+
+    key = id(tensor)
+    collected[key] = grad if key not in collected else emit('add', collected[key], grad)
+
+
+def _hooked(hooks: list | None, grad: Any) -> Any:
+    """`grad` passed through the tensor's hooks in order; a hook returning None keeps it."""
+    for hook in hooks or ():
+        replaced = hook(grad)
+        if replaced is not None:
+            grad = replaced
+    return grad
+
+
+def register_hook(tensor: Any, hook: Callable) -> 'RemovableHandle':
+    """`tensor.register_hook(hook)`: `hook(grad)` runs when the tensor's gradient is
+    computed and may return a replacement, as in torch."""
+    if not tensor.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if tensor.grad_fn is None:
+        if tensor._hooks is None:
+            tensor._hooks = []
+        hooks = tensor._hooks
+    else:
+        index = tensor.grad_fn.output_ids.index(tensor._id)
+        hooks = tensor.grad_fn.hooks.setdefault(index, [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
+class RemovableHandle:
+    def __init__(self, hooks: list, hook: Callable):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self) -> None:
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
 
 
 def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
@@ -233,11 +358,11 @@ def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
         tensor._grad = emit('add', tensor._grad, grad)
 
 
-def _reachable(start: TapeNode) -> list[TapeNode]:
-    """Nodes reachable from `start`, latest first: a reverse topological order, since a
+def _reachable(starts: list[TapeNode]) -> list[TapeNode]:
+    """Nodes reachable from `starts`, latest first: a reverse topological order, since a
     node is always recorded after the nodes that made its inputs."""
-    seen = {id(start): start}
-    stack = [start]
+    seen = {id(start): start for start in starts}
+    stack = list(starts)
     while stack:
         node = stack.pop()
         for tensor in node.inputs:

@@ -33,7 +33,7 @@ from gt.tensor_shapes import ShapeMethods
 
 class Tensor(MathMethods, ShapeMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
-                 '__weakref__')
+                 '_hooks', '__weakref__')
 
     def __init__(self, value_id: int, type_: TensorType, client: Any):
         self._id = value_id
@@ -43,6 +43,7 @@ class Tensor(MathMethods, ShapeMethods):
         self._grad = None
         self.grad_fn = None
         self._retained = False
+        self._hooks = None  # a leaf's gradient hooks (a non-leaf's live on its tape node)
 
     def __del__(self) -> None:
         if self._id is not None:
@@ -257,8 +258,12 @@ class Tensor(MathMethods, ShapeMethods):
         return fallback.torch_function(func, args, kwargs or {})
 
     # ---- autograd --------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph: bool = False) -> None:
-        autograd.backward(self, gradient, retain_graph)
+    def backward(self, gradient=None, retain_graph: bool = False,
+                 create_graph: bool = False) -> None:
+        autograd.backward(self, gradient, retain_graph, create_graph)
+
+    def register_hook(self, hook):
+        return autograd.register_hook(self, hook)
 
     def detach(self) -> 'Tensor':
         with autograd.no_grad():

@@ -42,6 +42,7 @@ class OpDef:
     communication: bool = False  # moves data between workers; runs with a RunContext
     placed_by_signal: bool = False  # its output is placed by its signal, as created values are
     context: bool = False  # takes a RunContext though it creates nothing (torch_random)
+    grad_of_grad: bool = True  # its gradient is differentiable again (create_graph)
 
     @property
     def takes_context(self) -> bool:

@@ -348,7 +348,8 @@ def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
 
 
 ROWS = [
-    OpDef('torch_call', _call_type, _torch_call, _numpy(_torch_call), grad=_call_grad),
+    OpDef('torch_call', _call_type, _torch_call, _numpy(_torch_call), grad=_call_grad,
+          grad_of_grad=False),
     OpDef('torch_random', _random_type, _torch_random, _numpy_random, random=True,
           context=True),
     OpDef('torch_factory', _factory_type, _torch_factory, _numpy_factory, source=True),

@@ -1,0 +1,94 @@
+"""`gt.autograd.grad` (several outputs and inputs, non-leaf inputs, unused inputs,
+create_graph for second derivatives) and `Tensor.register_hook`, against torch."""
+
+import numpy as np
+import pytest
+import torch
+from check import fetch, rng
+
+import gt
+
+
+def pair(shape):
+    data = rng().standard_normal(shape).astype(np.float32)
+    return (gt.from_numpy(data).requires_grad_(),
+            torch.from_numpy(data.copy()).requires_grad_())
+
+
+def close(got, want):
+    got = fetch([g for g in got if g is not None])
+    want = [w for w in want if w is not None]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_grad_returns_gradients_and_leaves_dot_grad_alone():
+    (x, tx), (w, tw) = pair((4, 3)), pair((3, 2))
+
+    def loss(lib, a, b):
+        hidden = (a @ b).tanh()
+        return hidden.sum(), (hidden * hidden).mean(), hidden
+
+    out, other, hidden = loss(gt, x, w)
+    t_out, t_other, t_hidden = loss(torch, tx, tw)
+    got = gt.autograd.grad([out, other], [x, w, hidden], retain_graph=True)
+    want = torch.autograd.grad([t_out, t_other], [tx, tw, t_hidden], retain_graph=True)
+    close(got, want)
+    assert x.grad is None and w.grad is None
+    seeded = gt.autograd.grad(out, x, grad_outputs=gt.tensor(2.0))
+    close(seeded, torch.autograd.grad(t_out, tx, grad_outputs=torch.tensor(2.0)))
+
+
+def test_unused_inputs_raise_unless_allowed():
+    (x, tx), (y, ty) = pair((3,)), pair((3,))
+    out = (x * 2).sum()
+    with pytest.raises(RuntimeError, match='not used'):
+        gt.autograd.grad(out, [x, y], retain_graph=True)
+    got = gt.autograd.grad(out, [x, y], allow_unused=True)
+    assert got[1] is None
+    close(got, torch.autograd.grad((tx * 2).sum(), [tx, ty], allow_unused=True))
+
+
+@pytest.mark.filterwarnings('ignore:Using backward\\(\\) with create_graph')
+def test_create_graph_gives_second_derivatives():
+    x, tx = pair((5,))
+    (first,) = gt.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    assert first.requires_grad
+    (second,) = gt.autograd.grad(first.sum(), x)
+    (t_first,) = torch.autograd.grad((tx ** 3).sum(), tx, create_graph=True)
+    (t_second,) = torch.autograd.grad(t_first.sum(), tx)
+    close([first, second], [t_first, t_second])
+    y, ty = pair((4,))
+    (y.tanh().exp().sum()).backward(create_graph=True)
+    (ty.tanh().exp().sum()).backward(create_graph=True)
+    y.grad.sum().backward()
+    ty.grad.sum().backward()
+    close([y.grad], [ty.grad])
+    with pytest.raises(NotImplementedError, match='gradient of Tensor.sin'):
+        gt.autograd.grad(y.sin().sum(), y, create_graph=True)
+
+
+def test_hooks_see_and_may_replace_gradients():
+    (x, tx), (w, tw) = pair((3, 4)), pair((4,))
+    seen, t_seen = [], []
+    for leaf, record in ((x, seen), (tx, t_seen)):
+        leaf.register_hook(lambda g, record=record: record.append(g))
+    handle = w.register_hook(lambda g: g * 10)
+    tw.register_hook(lambda g: g * 10)
+
+    def run(a, b, record):
+        hidden = a * b
+        hidden.register_hook(lambda g: g + 1)
+        hidden.register_hook(lambda g: record.append(g))  # None: the gradient stays
+        return (hidden.relu() ** 2).sum()
+
+    run(x, w, seen).backward()
+    run(tx, tw, t_seen).backward()
+    close([x.grad, w.grad, *seen], [tx.grad, tw.grad, *t_seen])
+    handle.remove()
+    x.grad = w.grad = None
+    (x * w).sum().backward()
+    assert torch.equal(w.grad.data, tx.detach().sum(0))
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        gt.ones(2).register_hook(print)
