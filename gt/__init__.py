@@ -88,7 +88,7 @@ __all__ = [
     'argmin', 'nn', 'config', 'load_config', 'register_config', 'SignalConfig', 'ShardConfig',
 ]
 
-_torch_function = _namespace('torch')
+_torch_function = _namespace('torch', globals())
 
 
 def __getattr__(name: str):

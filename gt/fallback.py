@@ -31,12 +31,19 @@ IGNORED_KEYWORDS = ('device', 'pin_memory', 'layout')  # GT places tensors itsel
 
 
 def call(name: str, args: tuple, kwargs: dict) -> Any:
-    """Record torch function `name` on `args` and `kwargs`; return what torch would."""
+    """Record torch function `name` on `args` and `kwargs`; return what torch would.
+    `torch.f(x, ...)` with a GT tensor `x` whose class has a method `f` of its own (a
+    row) is `x.f(...)`: torch's functions and methods share their signatures."""
     torch_functions.resolve(name)
     kwargs = {k: v for k, v in kwargs.items() if k not in IGNORED_KEYWORDS}
     if kwargs.get('out') is not None:
         raise TypeError(f'{name}: GT tensors are values; out= is not supported, use the result')
     kwargs.pop('out', None)
+    namespace_name, _, attribute = name.rpartition('.')
+    if namespace_name == 'torch' and args and isinstance(args[0], Tensor):
+        own = _own_method(attribute)
+        if own is not None:
+            return own(*args, **kwargs)
     if kwargs.get('generator') is not None:
         raise TypeError(f'{name}: GT draws from the session generator (seed it with '
                         'gt.manual_seed); generator= is not supported')
@@ -127,18 +134,28 @@ def function(name: str) -> Any:
     return recorded
 
 
-def namespace(prefix: str):
-    """A module `__getattr__` that serves the torch functions under `prefix`."""
+def namespace(prefix: str, module_globals: dict):
+    """A module `__getattr__` that serves the torch functions under `prefix`, keeping
+    each in the module once made, so the next lookup is a plain attribute."""
     def __getattr__(attribute: str) -> Any:
         if attribute.startswith('_') or not torch_functions.exists(f'{prefix}.{attribute}'):
             raise AttributeError(f"GT has no {prefix.replace('torch', 'gt', 1)}.{attribute}")
-        return function(f'{prefix}.{attribute}')
+        made = module_globals[attribute] = function(f'{prefix}.{attribute}')
+        return made
     return __getattr__
 
 
 def method(tensor: Tensor, attribute: str) -> Any:
-    """`tensor.attribute` for a torch Tensor method GT has no op for."""
+    """`tensor.attribute` for a torch Tensor method GT has no op for. The in-place form of
+    a method GT has (`x.sin_()`, `x.relu_()`) rebinds `x` to the method's result."""
     name = f'Tensor.{attribute}'
+    if attribute.endswith('_') and not attribute.endswith('__'):
+        own = _own_method(attribute[:-1])
+        if own is not None:
+            def rebinding(*args: Any, **kwargs: Any) -> Tensor:
+                return tensor._assign(own(tensor, *args, **kwargs))
+            rebinding.__name__ = attribute
+            return rebinding
     if attribute.startswith('_') or not torch_functions.exists(name):
         raise AttributeError(f"'Tensor' object has no attribute '{attribute}'")
 
@@ -175,16 +192,21 @@ def _materialized(item: Any) -> Any:
     return item
 
 
+def _own_method(attribute: str) -> Any:
+    """GT Tensor's own method `attribute` (not one served by the fallback), or None."""
+    for owner in Tensor.__mro__[:-1]:
+        if attribute in owner.__dict__:
+            return getattr(Tensor, attribute)
+    return None
+
+
 def _native(name: str) -> Any:
     import gt
     import gt.nn.functional
 
     namespace_name, _, attribute = name.rpartition('.')
     if namespace_name == 'Tensor':
-        for owner in Tensor.__mro__:
-            if attribute in owner.__dict__ and owner is not object:
-                return getattr(Tensor, attribute)
-        return None
+        return _own_method(attribute)
     module = {'torch': gt, 'torch.nn.functional': gt.nn.functional}.get(namespace_name)
     if module is not None and attribute in module.__dict__:
         return module.__dict__[attribute]

@@ -3,4 +3,4 @@ have a GT dtype, so transforms that return complex tensors are refused with that
 
 from gt.fallback import namespace
 
-__getattr__ = namespace('torch.fft')
+__getattr__ = namespace('torch.fft', globals())

@@ -2,4 +2,4 @@
 
 from gt.fallback import namespace
 
-__getattr__ = namespace('torch.linalg')
+__getattr__ = namespace('torch.linalg', globals())

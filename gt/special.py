@@ -2,4 +2,4 @@
 
 from gt.fallback import namespace
 
-__getattr__ = namespace('torch.special')
+__getattr__ = namespace('torch.special', globals())

@@ -208,7 +208,11 @@ class Tensor(MathMethods, ShapeMethods):
 
     def _in_place(self, op: str, other: Any) -> 'Tensor':
         """`self op= other` as torch does it: the result keeps self's shape and dtype."""
-        result = binary(op, self, other)
+        return self._assign(binary(op, self, other))
+
+    def _assign(self, result: 'Tensor') -> 'Tensor':
+        """Rebind to `result`, an op's result on this tensor, as an in-place op would
+        write it: it must have this tensor's shape, and takes its dtype."""
         if result._type.shape != self._type.shape:
             raise RuntimeError(f'output with shape {list(self.shape)} does not match the '
                                f'broadcast shape {list(result.shape)}')

@@ -30,6 +30,33 @@ class MathMethods:
     def minimum(self, other): return core.apply('minimum', [self, core.as_tensor(other, self)])
     def matmul(self, other): return self @ other
 
+    # ---- unary math: rows of their own (gt/ir/ops/unary_math.py) -----------------------------
+    def sin(self): return core.apply('sin', [self])
+    def cos(self): return core.apply('cos', [self])
+    def tan(self): return core.apply('tan', [self])
+    def asin(self): return core.apply('asin', [self])
+    def acos(self): return core.apply('acos', [self])
+    def atan(self): return core.apply('atan', [self])
+    def sinh(self): return core.apply('sinh', [self])
+    def cosh(self): return core.apply('cosh', [self])
+    def asinh(self): return core.apply('asinh', [self])
+    def acosh(self): return core.apply('acosh', [self])
+    def atanh(self): return core.apply('atanh', [self])
+    def log1p(self): return core.apply('log1p', [self])
+    def expm1(self): return core.apply('expm1', [self])
+    def log2(self): return core.apply('log2', [self])
+    def log10(self): return core.apply('log10', [self])
+    def erf(self): return core.apply('erf', [self])
+    def erfc(self): return core.apply('erfc', [self])
+    def rsqrt(self): return core.apply('rsqrt', [self])
+    def reciprocal(self): return core.apply('reciprocal', [self])
+    def floor(self): return core.apply('floor', [self])
+    def ceil(self): return core.apply('ceil', [self])
+    def trunc(self): return core.apply('trunc', [self])
+    def sign(self): return core.apply('sign', [self])
+    def round(self, decimals: int = 0): return core.apply('round', [self], decimals=decimals)
+    arcsin, arccos, arctan, fix = asin, acos, atan, trunc
+
     def gelu(self, approximate: str = 'none'):
         return core.apply('gelu', [self], approximate=approximate)
 

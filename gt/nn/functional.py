@@ -95,4 +95,4 @@ __all__ = [
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
 ]
 
-__getattr__ = namespace('torch.nn.functional')
+__getattr__ = namespace('torch.nn.functional', globals())

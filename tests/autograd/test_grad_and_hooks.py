@@ -65,8 +65,8 @@ def test_create_graph_gives_second_derivatives():
     y.grad.sum().backward()
     ty.grad.sum().backward()
     close([y.grad], [ty.grad])
-    with pytest.raises(NotImplementedError, match='gradient of Tensor.sin'):
-        gt.autograd.grad(y.sin().sum(), y, create_graph=True)
+    with pytest.raises(NotImplementedError, match='gradient of Tensor.cumprod'):
+        gt.autograd.grad(y.cumprod(0).sum(), y, create_graph=True)
 
 
 def test_hooks_see_and_may_replace_gradients():

@@ -84,18 +84,29 @@ def test_bitwise(op, first, second):
     check_op('bitwise_not', [x], {}, torch.bitwise_not(x))
 
 
-UNARY = ['neg', 'abs', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt', 'logical_not']
-NO_BOOL = {'neg', 'abs', 'relu'}
+UNARY = ['neg', 'abs', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt', 'logical_not',
+         'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh',
+         'log1p', 'expm1', 'log2', 'log10', 'erf', 'erfc', 'rsqrt', 'reciprocal', 'floor',
+         'ceil', 'trunc', 'round', 'sign']
+NO_BOOL = {'neg', 'abs', 'relu', 'floor', 'ceil', 'trunc', 'round'}
 
 
 @pytest.mark.parametrize('dtype', [f32, f64, f16, bf16, i64, i32, b8], ids=str)
 @pytest.mark.parametrize('op', UNARY)
 def test_unary(op, dtype):
+    """Values beyond some functions' domains (log of negatives, asin beyond 1) must give
+    torch's NaNs too."""
     if op in NO_BOOL and dtype == b8:
         pytest.skip('torch refuses bool here')
     for shape in [(2, 3), (), (0, 2)]:
         x = tensor(shape, dtype)
         check_op(op, [x], {}, getattr(torch, op)(x))
+
+
+@pytest.mark.parametrize('decimals', [1, 2, -1])
+def test_round_to_decimals(decimals):
+    x = tensor((3, 4)) * 100
+    check_op('round', [x], {'decimals': decimals}, torch.round(x, decimals=decimals))
 
 
 @pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)

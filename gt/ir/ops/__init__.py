@@ -18,11 +18,12 @@ from gt.ir.ops import (
     shapes,
     torch_calls,
     unary,
+    unary_math,
 )
 from gt.ir.ops.opdef import OpDef, RunContext
 
 OPS: dict[str, OpDef] = {}
-for _family in (creation, elementwise, unary, reductions, shapes, indexing, linalg,
+for _family in (creation, elementwise, unary, unary_math, reductions, shapes, indexing, linalg,
                 communication, torch_calls):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'

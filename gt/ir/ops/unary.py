@@ -28,7 +28,7 @@ from gt.ir.sharding import pointwise
 from gt.ir.type_rules import check_dtype, forbid_bool, require_floating, require_integral
 
 
-def _numeric(name: str):
+def same_dtype_type(name: str):
     """Same dtype out; torch has no kernels for bool here."""
     def infer(types):
         forbid_bool(name, *types)
@@ -36,7 +36,7 @@ def _numeric(name: str):
     return infer
 
 
-def _floating(types):
+def floating_type(types):
     (x,) = types
     return (TensorType(x.shape, x.dtype if x.dtype in FLOATING else DEFAULT_FLOAT),)
 
@@ -79,7 +79,7 @@ def _cast_type(types, dtype):
     return (TensorType(x.shape, check_dtype('cast', dtype)),)
 
 
-def _np_floating(fn):
+def np_floating(fn):
     """Run `fn` in at least float32 and return the dtype torch returns."""
     @arrays.quiet
     def run(x):
@@ -101,7 +101,7 @@ def _np_gelu(x, approximate):
             inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
             return 0.5 * x * (1 + np.tanh(inner))
         return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
-    return _np_floating(gelu)(x)
+    return np_floating(gelu)(x)
 
 
 def _np_clamp(x, min, max):
@@ -202,19 +202,21 @@ def _cast_grad(emit, inputs, grads, dtype):
 
 
 ROWS = [
-    OpDef('neg', _numeric('neg'), torch.neg, lambda x: np.asarray(np.negative(x)),
+    OpDef('neg', same_dtype_type('neg'), torch.neg, lambda x: np.asarray(np.negative(x)),
           grad=_neg_grad, shard=pointwise('one')),
-    OpDef('abs', _numeric('abs'), torch.abs, lambda x: np.asarray(np.abs(x)), grad=_abs_grad,
+    OpDef('abs', same_dtype_type('abs'), torch.abs, lambda x: np.asarray(np.abs(x)), grad=_abs_grad,
           shard=pointwise()),
-    OpDef('relu', _numeric('relu'), torch.relu,
+    OpDef('relu', same_dtype_type('relu'), torch.relu,
           lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype))), grad=_relu_grad,
           shard=pointwise()),
-    OpDef('sigmoid', _floating, torch.sigmoid, _np_floating(_np_sigmoid), grad=_sigmoid_grad,
+    OpDef('sigmoid', floating_type, torch.sigmoid, np_floating(_np_sigmoid), grad=_sigmoid_grad,
           shard=pointwise()),
-    OpDef('tanh', _floating, torch.tanh, _np_floating(np.tanh), grad=_tanh_grad, shard=pointwise()),
-    OpDef('exp', _floating, torch.exp, _np_floating(np.exp), grad=_exp_grad, shard=pointwise()),
-    OpDef('log', _floating, torch.log, _np_floating(np.log), grad=_log_grad, shard=pointwise()),
-    OpDef('sqrt', _floating, torch.sqrt, _np_floating(np.sqrt), grad=_sqrt_grad, shard=pointwise()),
+    OpDef('tanh', floating_type, torch.tanh, np_floating(np.tanh), grad=_tanh_grad,
+          shard=pointwise()),
+    OpDef('exp', floating_type, torch.exp, np_floating(np.exp), grad=_exp_grad, shard=pointwise()),
+    OpDef('log', floating_type, torch.log, np_floating(np.log), grad=_log_grad, shard=pointwise()),
+    OpDef('sqrt', floating_type, torch.sqrt, np_floating(np.sqrt), grad=_sqrt_grad,
+          shard=pointwise()),
     OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu, grad=_gelu_grad,
           shard=pointwise()),
     OpDef('logical_not', _logical_not_type, torch.logical_not,
