@@ -133,6 +133,60 @@ class MathMethods:
     @numpy_names
     def log_softmax(self, dim: int): return core.apply('log_softmax', [self], dim=dim)
 
+    # ---- built from rows, so they shard, differentiate and compile as rows do ----------
+    def masked_fill(self, mask, value):
+        """`value` where `mask`, else this tensor; the result keeps this tensor's dtype."""
+        fill = core.as_tensor(value, like=self)
+        if fill.ndim:
+            raise RuntimeError(f'masked_fill only supports a 0-dimensional value tensor, but '
+                               f'got one with {fill.ndim} dimension(s)')
+        if fill._type.dtype != self._type.dtype:
+            fill = fill.to(self.dtype)
+        return core.apply('where', [mask, fill, self])
+
+    def tril(self, diagonal: int = 0): return self._triangle(diagonal, lower=True)
+    def triu(self, diagonal: int = 0): return self._triangle(diagonal, lower=False)
+
+    def _triangle(self, diagonal: int, lower: bool):
+        if self.ndim < 2:
+            raise RuntimeError(f'{"tril" if lower else "triu"}: input tensor must have at '
+                               f'least 2 dimensions, got {self.ndim}')
+        from gt.creation import arange, zeros
+
+        rows, columns = self.shape[-2], self.shape[-1]
+        offset = arange(columns).unsqueeze(0) - arange(rows).unsqueeze(1)
+        keep = offset <= diagonal if lower else offset >= diagonal
+        return core.apply('where', [keep, self, zeros((), dtype=self.dtype)])
+
+    def bmm(self, other):
+        if self.ndim != 3 or other.ndim != 3:
+            raise RuntimeError(f'bmm: both batches must be 3-D, got {list(self.shape)} and '
+                               f'{list(other.shape)}')
+        if self.shape[0] != other.shape[0]:
+            raise RuntimeError(f'bmm: batch sizes differ: {self.shape[0]} and '
+                               f'{other.shape[0]}')
+        return self @ other
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        if mat1.ndim != 2 or mat2.ndim != 2:
+            raise RuntimeError(f'addmm: mat1 and mat2 must be matrices, got '
+                               f'{list(mat1.shape)} and {list(mat2.shape)}')
+        return _scaled_sum(self, mat1 @ mat2, beta, alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
+
+
+def _scaled_sum(input: Any, product: Any, beta: float, alpha: float) -> Any:
+    """`beta * input + alpha * product`, shaped as the product; beta 0 ignores input's
+    values (NaNs included), as torch does, but not its shape."""
+    if tuple(input.shape) != tuple(product.shape):
+        input = input.expand(*product.shape)  # raises as torch does if it cannot
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return scaled
+    return scaled + (input if beta == 1 else input * beta)
+
 
 def _dim_attr(dim: Any) -> Any:
     return list(dim) if isinstance(dim, tuple) else dim

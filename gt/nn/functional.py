@@ -5,10 +5,14 @@ Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs 
 (gt/fallback.py).
 """
 
+import math
 from typing import Sequence
 
-from gt.creation import rand
-from gt.fallback import namespace
+import torch
+
+from gt.creation import arange, full, ones, rand
+from gt.fallback import call, namespace
+from gt.functional import cat
 from gt.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -84,6 +88,73 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
     return output
 
 
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows, from a comparison with arange. `num_classes=-1` (torch's
+    default) reads the largest class from the values: one fetch."""
+    if tensor.dtype != torch.int64:
+        raise RuntimeError('one_hot is only applicable to index tensor of type int64')
+    if num_classes == -1:
+        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
+    return (tensor.unsqueeze(-1) == arange(num_classes)).long()
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = 'constant',
+        value: float | None = None) -> Tensor:
+    """Constant padding (negative amounts crop) from concatenations, so it shards and
+    differentiates as they do; the other modes run torch's by name."""
+    if mode != 'constant':
+        return call('torch.nn.functional.pad', (input, pad, mode), {'value': value})
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f'pad: padding length must be even and at most twice the input\'s '
+                         f'dimensions ({input.ndim}), got {len(pad)}')
+    output = input
+    for pair in range(len(pad) // 2):
+        dim = input.ndim - 1 - pair
+        before, after = pad[2 * pair], pad[2 * pair + 1]
+        size = output.shape[dim]
+        if before < 0 or after < 0:
+            start, stop = max(-before, 0), size - max(-after, 0)
+            if stop < start:
+                raise ValueError(f'pad: cropping {list(pad)} leaves a negative size in dim '
+                                 f'{dim} of shape {list(input.shape)}')
+            output = output[(slice(None),) * dim + (slice(start, stop),)]
+        pieces = []
+        for amount in (before, after):
+            shape = list(output.shape)
+            shape[dim] = max(amount, 0)
+            pieces.append(full(shape, 0 if value is None else value, dtype=input.dtype))
+        output = cat([pieces[0], output, pieces[1]], dim) if before > 0 or after > 0 else output
+    return output
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(q k^T * scale + mask) v, as torch's reference math, from rows: it shards
+    over batch and heads and differentiates like the rest."""
+    if enable_gqa:
+        return call('torch.nn.functional.scaled_dot_product_attention',
+                    (query, key, value, attn_mask, dropout_p, is_causal, scale),
+                    {'enable_gqa': True})
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError('scaled_dot_product_attention: give attn_mask or is_causal, '
+                               'not both')
+        attn_mask = ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float('-inf'))
+        else:
+            scores = scores + attn_mask
+    weights = scores.softmax(-1)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
 def embedding(input: Tensor, weight: Tensor) -> Tensor:
     """Rows of `weight` picked by the integer tensor `input`."""
     return emit('embedding', weight, input)
@@ -91,7 +162,8 @@ def embedding(input: Tensor, weight: Tensor) -> Tensor:
 
 __all__ = [
     'relu', 'sigmoid', 'tanh', 'gelu', 'softmax', 'log_softmax', 'linear', 'dropout',
-    'layer_norm', 'embedding', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
+    'layer_norm', 'embedding', 'one_hot', 'pad', 'scaled_dot_product_attention', 'mse_loss',
+    'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
 ]
 

@@ -306,3 +306,31 @@ def test_the_numpy_engine_shards_and_moves_too(start_cluster):
     np.testing.assert_array_equal(again[1], values[1])
     np.testing.assert_allclose(values[2], values[1].sum(0) * 2, rtol=1e-5)
     np.testing.assert_allclose(values[3], (values[1] @ weight).max(0), rtol=1e-5)
+
+
+def test_attention_built_from_rows_stays_sharded_over_the_batch(four):
+    """scaled_dot_product_attention, tril and masked_fill are built from rows, so a batch
+    sharded over 4 workers is attended to where it lives; a fallback call gathers."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    with connected(four.address):
+        gt.manual_seed(4)
+        with gt.signal.context('batch'):
+            q, k, v = gt.randn(8, 6, 16), gt.randn(8, 6, 16), gt.randn(8, 6, 16)
+        out = gt.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        ir = gt.debug.dump_ir(show=False)
+        cropped = out.tril().masked_fill(out < 0, 0.0)
+        cropped_ir = gt.debug.dump_ir(show=False)
+        gathered = gt.cummax(q, dim=1).values  # no row: inputs gathered, run replicated
+        gathered_ir = gt.debug.dump_ir(show=False)
+        values = out.data, cropped.data, gathered.data
+    assert set(placements_of(ir, 'matmul')) == {'S0@w0,w1,w2,w3'}, ir
+    assert placements_of(ir, 'softmax') == ['S0@w0,w1,w2,w3']
+    assert placements_of(cropped_ir, 'where') == ['S0@w0,w1,w2,w3'] * 2, cropped_ir
+    assert placements_of(gathered_ir, 'torch_call')[0].startswith('R@'), gathered_ir
+    torch.manual_seed(4)
+    tq, tk, tv = torch.randn(8, 6, 16), torch.randn(8, 6, 16), torch.randn(8, 6, 16)
+    want = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    torch.testing.assert_close(values[0], want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(values[1], want.tril().masked_fill(want < 0, 0.0), rtol=1e-5,
+                               atol=1e-5)
+    torch.testing.assert_close(values[2], torch.cummax(tq, dim=1).values)

@@ -1,0 +1,94 @@
+"""Ops GT builds from its rows (so they shard, differentiate and compile as rows do):
+`masked_fill`, `tril`/`triu`, `bmm`/`addmm`/`baddbmm`, `F.one_hot`, constant `F.pad`
+and `F.scaled_dot_product_attention`, against torch, with its refusals."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from api_check import array, assert_same, pair, pairs
+
+import gt
+import gt.nn.functional as F
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize('diagonal', [0, 1, -2, 7, -7])
+def test_tril_and_triu(dtype, diagonal):
+    x, tx = pair(array((2, 3, 5), dtype))
+    assert_same(x.tril(diagonal), tx.tril(diagonal))
+    assert_same(gt.triu(x, diagonal=diagonal), torch.triu(tx, diagonal=diagonal))
+
+
+def test_masked_fill_keeps_the_dtype_and_takes_0d_tensors():
+    x, tx = pair(array((3, 4)))
+    assert_same(x.masked_fill(x > 0, 1.5), tx.masked_fill(tx > 0, 1.5))
+    assert_same(x.masked_fill(x < 0, float('-inf')), tx.masked_fill(tx < 0, float('-inf')))
+    i, ti = pair(array((3, 4), torch.int64))
+    assert_same(i.masked_fill(i > 0, gt.tensor(7)), ti.masked_fill(ti > 0, torch.tensor(7)))
+    assert_same(x.masked_fill(gt.tensor([True, False, True, False]), 0.0),
+                tx.masked_fill(torch.tensor([True, False, True, False]), 0.0))
+    y, ty = x.clone(), tx.clone()
+    y.masked_fill_(y > 1, 0.0)
+    ty.masked_fill_(ty > 1, 0.0)
+    assert_same(y, ty)
+    with pytest.raises(RuntimeError, match='0-dimensional'):
+        x.masked_fill(x > 0, gt.ones(4))
+
+
+def test_batched_products():
+    (a, ta), (b, tb), (c, tc) = pairs((2, 3, 4), (2, 4, 5), (3, 5))
+    assert_same(gt.bmm(a, b), torch.bmm(ta, tb), rtol=1e-5, atol=1e-5)
+    assert_same(c.baddbmm(a, b, beta=0.5, alpha=2), tc.baddbmm(ta, tb, beta=0.5, alpha=2),
+                rtol=1e-5, atol=1e-5)
+    m, tm = pair(array((5,)))
+    assert_same(gt.addmm(m, a[0], b[0]), torch.addmm(tm, ta[0], tb[0]), rtol=1e-5, atol=1e-5)
+    nan, tnan = pair(np.full((3, 5), np.nan, dtype=np.float32))
+    assert_same(nan.addmm(a[0], b[0], beta=0), tnan.addmm(ta[0], tb[0], beta=0), rtol=1e-5,
+                atol=1e-5)
+    with pytest.raises(RuntimeError, match='3-D'):
+        gt.bmm(a[0], b[0])
+    with pytest.raises(RuntimeError, match='batch sizes differ'):
+        gt.bmm(a, gt.ones(3, 4, 5))
+
+
+def test_one_hot():
+    labels = np.array([0, 3, 1, 3])
+    got, want = pair(labels)
+    assert_same(F.one_hot(got), TF.one_hot(want))
+    assert_same(F.one_hot(got, 6), TF.one_hot(want, 6))
+    with pytest.raises(RuntimeError, match='int64'):
+        F.one_hot(got.int())
+
+
+@pytest.mark.parametrize('padding', [(1, 2), (0, 0, 2, 1), (-1, 2), (1, -2, -1, 0),
+                                     (2, 2, 0, 0, 1, 1)], ids=str)
+def test_constant_pad(padding):
+    x, tx = pair(array((2, 3, 4)))
+    assert_same(F.pad(x, padding), TF.pad(tx, padding))
+    assert_same(F.pad(x, padding, value=-1.5), TF.pad(tx, padding, value=-1.5))
+
+
+def test_other_pad_modes_and_bad_pads():
+    x, tx = pair(array((2, 3, 4)))
+    for mode in ('reflect', 'replicate', 'circular'):
+        assert_same(F.pad(x, (1, 2), mode=mode), TF.pad(tx, (1, 2), mode=mode))
+    with pytest.raises(ValueError, match='even'):
+        F.pad(x, (1, 2, 3))
+    with pytest.raises(ValueError, match='negative size'):
+        F.pad(x, (-3, -2))
+
+
+@pytest.mark.parametrize('options', ['plain', 'causal', 'float mask', 'bool mask', 'scale'])
+def test_scaled_dot_product_attention(options):
+    (q, tq), (k, tk), (v, tv) = pairs((2, 3, 5, 8), (2, 3, 6, 8), (2, 3, 6, 4))
+    masks = {'float mask': array((5, 6)), 'bool mask': array((5, 6), torch.bool)}
+    kwargs, t_kwargs = {}, {}
+    if options in masks:
+        kwargs['attn_mask'], t_kwargs['attn_mask'] = pair(masks[options])
+    elif options == 'causal':
+        kwargs['is_causal'] = t_kwargs['is_causal'] = True
+    elif options == 'scale':
+        kwargs['scale'] = t_kwargs['scale'] = 0.3
+    assert_same(F.scaled_dot_product_attention(q, k, v, **kwargs),
+                TF.scaled_dot_product_attention(tq, tk, tv, **t_kwargs), rtol=1e-5, atol=1e-5)
