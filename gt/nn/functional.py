@@ -10,7 +10,7 @@ from typing import Sequence
 
 import torch
 
-from gt.creation import arange, full, ones, rand
+from gt.creation import arange, full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
 from gt.nn.losses import (
@@ -64,9 +64,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return input
     if p == 1.0:
         return input * 0.0
-    # Keep with probability 1 - p, as torch's bernoulli(1 - p); scale folded into the mask.
-    keep = rand(*input.shape, dtype=input.dtype) < 1.0 - p
-    return input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+    # As torch's CPU dropout: noise = empty_like(input).bernoulli_(1 - p) / (1 - p), drawn
+    # by name from the session's generator, so the mask is torch's after the same seed.
+    noise = call('Tensor.bernoulli_', (zeros(*input.shape, dtype=input.dtype), 1 - p), {})
+    return input * (noise / (1 - p))
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,

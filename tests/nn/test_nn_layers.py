@@ -136,3 +136,17 @@ def test_flatten_and_identity():
     check_module(nn.Sequential(nn.Flatten(), nn.Identity(), nn.Linear(12, 2)),
                  torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Identity(),
                                      torch.nn.Linear(12, 2)), randn(5, 3, 4))
+
+
+def test_dropout_draws_torchs_mask_after_the_same_seed():
+    data = randn(64, 50)
+    gt.manual_seed(11)
+    x = gt.tensor(data, requires_grad=True)
+    y = F.dropout(x, 0.3)
+    y.sum().backward()
+    torch.manual_seed(11)
+    tx = torch.tensor(data, requires_grad=True)
+    ty = torch.nn.functional.dropout(tx, 0.3)
+    ty.sum().backward()
+    assert torch.equal(y.data, ty.detach())
+    assert torch.equal(x.grad.data, tx.grad)
