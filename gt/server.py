@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--host', default='127.0.0.1',
                         help='interface to bind (default loopback; 0.0.0.0 for all)')
     parser.add_argument('--endpoint', help='a ZeroMQ endpoint to bind instead of host:port')
+    parser.add_argument('--log', metavar='PATH',
+                        help='write the instruction log here (as GT_INSTRUCTION_LOG does)')
     parser.add_argument('--runtime-dir', help=argparse.SUPPRESS)
     parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -31,7 +33,8 @@ def main(argv: list[str] | None = None) -> None:
         # Clients and workers on this host find the ipc socket and skip the TCP stack.
         endpoints = [f'tcp://{args.host}:{args.port}', f'ipc://{local_socket_path(args.port)}']
     try:
-        dispatcher = Dispatcher(endpoints, runtime_dir=args.runtime_dir)
+        dispatcher = Dispatcher(endpoints, runtime_dir=args.runtime_dir, log_path=args.log,
+                                monitor_host=args.host if not args.endpoint else '127.0.0.1')
     except zmq.ZMQError as error:
         raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None
     serve_until_stopped(dispatcher.serve_forever,

@@ -18,9 +18,13 @@ from collections import OrderedDict
 import zmq
 
 from gt.ir import Replicate, format_graph
+from gt.ir.dtypes import TORCH_DTYPES
 from gt.ir.graphviz import graph_to_dot
+from gt.ir.placement import local_shape
+from gt.ir.type_rules import numel
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings
+from gt.runtime.events import Events, register_dispatcher
 from gt.runtime.fragment import FragmentError
 from gt.runtime.peers import PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner, WorkerPlan
@@ -56,10 +60,13 @@ SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
 LIVENESS_CHECK_SECONDS = 0.2
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
+STATS_SECONDS = 0.5  # how often the monitor gets worker and session statistics
+DTYPE_SIZES = {name: dtype.itemsize for name, dtype in TORCH_DTYPES.items()}
 
 
 class Dispatcher:
-    def __init__(self, endpoints: list[str], runtime_dir: str | None = None):
+    def __init__(self, endpoints: list[str], runtime_dir: str | None = None,
+                 log_path: str | None = None, monitor_host: str = '127.0.0.1'):
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
@@ -85,6 +92,11 @@ class Dispatcher:
         self.bytes_to_workers = 0
         self.bytes_from_clients = 0
         self.salt = random.getrandbits(48)
+        self.events = Events(log_path or os.environ.get('GT_INSTRUCTION_LOG'), self.context,
+                             monitor_host)
+        self.reporting_programs = self.events.on
+        self.next_stats = 0.0
+        self.note = register_dispatcher(endpoints, self.events.monitor_port)
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,
@@ -106,8 +118,12 @@ class Dispatcher:
                     pass
                 if time.monotonic() >= next_check:
                     self._check_liveness()
+                    self._serve_monitor()
                     next_check = time.monotonic() + LIVENESS_CHECK_SECONDS
         finally:
+            self.events.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.note)
             self.socket.close(0)
             for endpoint in self.endpoints:
                 if endpoint.startswith('ipc://'):
@@ -165,6 +181,9 @@ class Dispatcher:
             self.next_session += 1
             self.sessions[identity] = session
             self._send(identity, Welcome(session.number, [self._describe(w) for w in live]))
+            if self.events.on:
+                self.events.emit('CONNECT', session.client, 'Hello', session=session.number,
+                                 home=f'w{home.index}')
         self.waiting_hellos = still_waiting
 
     def configure(self, identity: bytes, message: Configure, frames: list) -> None:
@@ -189,6 +208,14 @@ class Dispatcher:
 
     def _submit(self, session: Session, message: Submit, frames: list) -> None:
         plan = self._plan(session, message) if message.structure else None
+        if plan is not None:
+            session.ops += sum(plan.ops.values())
+            session.programs += len(plan.programs)
+        if self.events.on:
+            self.events.emit('RECV', session.client, 'Submit', session=session.number,
+                             base=message.base, ops=sum(plan.ops.values()) if plan else 0,
+                             kinds=_top_ops(plan), fetch=len(message.fetch),
+                             releases=len(message.releases), bytes=sum(map(_nbytes, frames)))
         # Releases after planning: the fragment may read values freed since it was recorded.
         releases: dict[int, list[int]] = {}
         for value_id in message.releases:
@@ -287,6 +314,12 @@ class Dispatcher:
                     forget.append(handle.programs.popitem(last=False)[0])
             externals = [message.externals[i] for i in program.input_refs]
         data = frames if program is not None and program.reads_data else []
+        if self.events.on:
+            self.events.emit('WORKER_SEND', handle.label, 'RunProgram', session=session.number,
+                             worker=handle.index, program=program_id,
+                             ops=program.ops if program else 0, fetch=len(fetches),
+                             releases=len(releases), bytes=sum(map(_nbytes, data)),
+                             first=encoded is not None)
         self._send(handle.identity, RunProgram(
             session.number, program_id, encoded, message.base, externals,
             message.literals if program else [], releases, fetches, request, forget,
@@ -318,9 +351,12 @@ class Dispatcher:
             if session.number == message.session:
                 session.last_seen = time.monotonic()
 
-    def _end_session(self, identity: bytes) -> None:
+    def _end_session(self, identity: bytes, reason: str = 'goodbye') -> None:
         session = self.sessions.pop(identity, None)
         if session is not None:
+            if self.events.on:
+                self.events.emit('DISCONNECT', session.client, 'Goodbye',
+                                 session=session.number, reason=reason, ops=session.ops)
             for worker in self._live_workers():
                 self._send(worker.identity, EndSession(session.number))
 
@@ -350,6 +386,9 @@ class Dispatcher:
                                   str(e) for e in message.peer_endpoints])
         self.workers.append(handle)
         self.worker_by_identity[identity] = handle
+        if self.events.on:
+            self.events.emit('WORKER_JOIN', handle.label, 'Register', worker=handle.index,
+                             name=handle.name, device=handle.device, host=handle.host)
         self._announce_peers()
         self._welcome_waiting()
 
@@ -357,7 +396,8 @@ class Dispatcher:
         """Tell every live worker its index and where its peers are (and which are lost)."""
         peers = [[w.index, w.host, w.peer_endpoints, w.alive] for w in self.workers]
         for handle in self._live_workers():
-            self._send(handle.identity, Peers(handle.index, peers, self.salt))
+            self._send(handle.identity, Peers(handle.index, peers, self.salt,
+                                              self.reporting_programs))
 
     def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
         if not isinstance(message.worker, bytes):
@@ -367,14 +407,42 @@ class Dispatcher:
             # A worker of a previous dispatcher, or one declared lost during a stall: its
             # state is stale either way, so it starts afresh.
             self._send(message.worker, Reregister())
-        else:
-            handle.last_seen = time.monotonic()
+            return
+        handle.last_seen = time.monotonic()
+        if isinstance(message.activity, dict):
+            self._note_activity(handle, message.activity)
+
+    def _note_activity(self, handle: WorkerHandle, activity: dict) -> None:
+        """A worker's report since its last beat: per-session worker-seconds, and its
+        programs' start and end times for the log."""
+        handle.activity = activity
+        sessions = {session.number: session for session in self.sessions.values()}
+        for number, seconds in dict(activity.get('sessions') or {}).items():
+            session = sessions.get(number)
+            if session is not None and isinstance(seconds, (int, float)):
+                session.worker_seconds[handle.index] = (
+                    session.worker_seconds.get(handle.index, 0.0) + seconds)
+        if not self.events.on:
+            return
+        for start, end, number, program, ops, kinds, compiled in activity.get('events') or []:
+            self.events.emit('WORKER_START', handle.label, 'Program', wall=start,
+                             session=number, worker=handle.index, program=program, ops=ops,
+                             kinds=kinds)
+            self.events.emit('WORKER_END', handle.label, 'Program', wall=end, session=number,
+                             worker=handle.index, program=program, ops=ops, kinds=kinds,
+                             seconds=end - start, compiled=compiled)
 
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
         handle = self.worker_by_identity.get(identity)
         pending = self.pending.get(message.request) if isinstance(message.request, int) else None
         if handle is None or pending is None or handle.index not in pending.workers:
             return
+        if self.events.on:
+            errors = len(message.errors) if isinstance(message, Fetched) else 0
+            self.events.emit('WORKER_RECV', handle.label, type(message).__name__,
+                             worker=handle.index, request=message.request,
+                             success=errors == 0, errors=errors,
+                             bytes=sum(map(_nbytes, frames)))
         pending.workers.discard(handle.index)
         if isinstance(message, Stats):
             pending.stats.extend(dict(s, index=handle.index) for s in message.workers)
@@ -397,10 +465,12 @@ class Dispatcher:
                 self._lose(handle)
         for identity, session in list(self.sessions.items()):
             if now - session.last_seen > SESSION_TIMEOUT:
-                self._end_session(identity)  # its client died without saying goodbye
+                self._end_session(identity, 'timeout')  # its client died without goodbye
 
     def _lose(self, handle: WorkerHandle) -> None:
         handle.alive = False
+        if self.events.on:
+            self.events.emit('WORKER_LOST', handle.label, 'Heartbeat', worker=handle.index)
         self._announce_peers()  # ends any wait for a piece from it
         report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
         for request, pending in list(self.pending.items()):
@@ -433,6 +503,10 @@ class Dispatcher:
             return self._send(pending.identity, Stats(pending.request, pending.stats,
                                                       self._own_stats(session)))
         tensors, frames = pending.joined()
+        if self.events.on and session is not None:
+            self.events.emit('SEND', session.client, 'Fetched', session=session.number,
+                             tensors=len(tensors), success=not errors, errors=len(errors),
+                             bytes=sum(map(_nbytes, frames)))
         self._send(pending.identity, Fetched(pending.request, tensors, errors), frames)
 
     def _reply_error(self, session: Session, client_request: int) -> None:
@@ -441,6 +515,8 @@ class Dispatcher:
 
     def _own_stats(self, session: Session | None) -> dict:
         return {
+            'monitor_port': self.events.monitor_port,
+            'session': _accounting(session, self.workers) if session else None,
             'sessions': len(self.sessions),
             'session_values': len(session.values) if session else 0,
             'plans_cached': len(self.planner.cache),
@@ -449,6 +525,25 @@ class Dispatcher:
             'bytes_from_clients': self.bytes_from_clients,
             'bytes_relayed': self.bytes_to_workers - self.bytes_from_clients,
         }
+
+    # ---- the monitor -----------------------------------------------------------------------
+    def _serve_monitor(self) -> None:
+        """Count subscribers; tell workers whether to report programs; publish stats."""
+        self.events.poll_subscriptions()
+        if self.events.on != self.reporting_programs:
+            self.reporting_programs = self.events.on
+            self._announce_peers()
+        now = time.monotonic()
+        if self.events.subscribers and now >= self.next_stats:
+            self.next_stats = now + STATS_SECONDS
+            self.events.publish(b'stats', self._monitor_stats())
+
+    def _monitor_stats(self) -> dict:
+        workers = [{'index': w.index, 'name': w.name, 'device': w.device, 'host': w.host,
+                    'alive': w.alive, **{k: v for k, v in w.activity.items() if k != 'events'}}
+                   for w in self.workers]
+        sessions = [_accounting(session, self.workers) for session in self.sessions.values()]
+        return {'time': self.events.seconds(), 'workers': workers, 'sessions': sessions}
 
     def _sessions_homed_on(self, handle: WorkerHandle) -> int:
         return sum(session.home_worker == handle.index for session in self.sessions.values())
@@ -460,6 +555,27 @@ class Dispatcher:
         return {'index': handle.index, 'name': handle.name, 'device': handle.device,
                 'host': handle.host, 'pid': handle.pid}
 
+
+
+def _top_ops(plan: Plan | None, count: int = 3) -> str:
+    """The fragment's commonest ops, for a log line: `matmul:2,add:4`."""
+    if plan is None:
+        return '-'
+    return ','.join(f'{op}:{n}' for op, n in list(plan.ops.items())[:count]) or '-'
+
+
+def _accounting(session: Session, workers: list[WorkerHandle]) -> dict:
+    """A session's numbers: ops and programs submitted, worker-seconds and bytes held per
+    worker (from the shapes and placements of the values it holds)."""
+    held: dict[int, int] = {}
+    for shape, dtype, placement in session.values.values():
+        size = DTYPE_SIZES.get(dtype, 4)
+        for worker in placement.workers:
+            held[worker] = held.get(worker, 0) + numel(local_shape(shape, placement,
+                                                                    worker)) * size
+    return {'number': session.number, 'client': session.client, 'ops': session.ops,
+            'programs': session.programs, 'values': len(session.values),
+            'worker_seconds': dict(session.worker_seconds), 'bytes': held}
 
 
 def _nbytes(frame) -> int:

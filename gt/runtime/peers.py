@@ -21,6 +21,12 @@ class WorkerHandle:
     alive: bool = True
     programs: OrderedDict = field(default_factory=OrderedDict)  # ids it holds, oldest first
     peer_endpoints: list = field(default_factory=list)  # where other workers reach it
+    activity: dict = field(default_factory=dict)  # its latest heartbeat's report
+
+    @property
+    def label(self) -> str:
+        """Its name in logs and monitors: `worker0`, by index."""
+        return f'worker{self.index}'
 
 
 @dataclass
@@ -38,6 +44,10 @@ class Session:
     auto_shard_elements: int | None = None
     generator_holders: tuple | None = None  # see gt.passes.keep_generators_in_step
     compile: CompileSettings = CompileSettings()
+    # Accounting: ops and worker programs submitted, and worker-seconds spent, per worker.
+    ops: int = 0
+    programs: int = 0
+    worker_seconds: dict = field(default_factory=dict)
 
     def configure(self, configs: object, auto_shard_elements: object, compile_wish: object,
                   compile_default: list) -> None:

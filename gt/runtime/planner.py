@@ -5,7 +5,7 @@ loops send the same structure again and again, so plans are cached by the struct
 bytes and the types and placements of its inputs: a repeated fragment costs a lookup.
 """
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 from gt.ir import OPS, Graph, Partial, Replicate, Value
@@ -24,6 +24,7 @@ class WorkerPlan:
     program: bytes
     input_refs: list[int]  # positions in the fragment's externals: inputs, then replicas
     reads_data: bool  # whether the program needs the message's data frames
+    ops: int  # its nodes, for the instruction log and per-session accounting
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Plan:
     worker_graphs: dict  # worker -> its lowered graph, for gt.debug.dump_ir(workers=True)
     upgrades: list  # (external position, placement): inputs the workers now hold more of
     generator_holders: tuple | None  # workers whose random generator is in step afterwards
+    ops: dict  # op name -> how many the fragment has (after the passes)
 
 
 class Planner:
@@ -84,6 +86,7 @@ class Planner:
                 encode_program(program.graph, keep, compile_settings.program_spec(program.graph)),
                 inputs,
                 any(node.op == 'from_numpy' for node in program.graph.nodes),
+                len(program.graph.nodes),
             ))
         placements = [value.placement for value in graph.outputs]
         for replica in replicas:
@@ -93,7 +96,8 @@ class Planner:
                       for value, local, placement in zip(graph.outputs, fragment.kept, placements)]
         upgrades = [(r.position, r.placement) for r in replicas if not r.kept]
         return Plan(programs, kept_types, graph, {w: p.graph for w, p in lowered}, upgrades,
-                    generator_holders_after(graph, options))
+                    generator_holders_after(graph, options),
+                    dict(Counter(node.op for node in graph.nodes).most_common()))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ same structure; the worker decodes it once and keeps it by id.
 """
 
 import os
+from collections import Counter
 from typing import Any
 
 import msgpack
@@ -74,6 +75,8 @@ class Program:
             self.locations.append(location)
             slot += n_outputs
         self.result_slots = [slot for slot, _ in self.keep]
+        self.op_counts = dict(Counter(step.op for step in self.steps))
+        self.ran_compiled = False  # whether the last run used the compiled form
         self.compiled = None
         if compile_spec is not None and compiler is not None:
             self.compiled = CompiledProgram(self.steps, list(range(self.n_inputs)),
@@ -102,7 +105,9 @@ class Program:
             else:
                 if is_compiled:
                     self.compiled.compiler.compiled_runs += 1
+                self.ran_compiled = is_compiled
                 return results, []
+        self.ran_compiled = False
         env, errors = self._interpret(inputs, context, base)
         return [env[slot] for slot in self.result_slots], errors
 

@@ -145,6 +145,7 @@ class Peers:
     index: int
     peers: list
     salt: int
+    report_programs: bool  # send each program's start and end with heartbeats (a log is on)
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,10 @@ class Register:
 
 @dataclass(frozen=True)
 class Heartbeat:
+    """`activity` since the last beat (gt.runtime.activity), or None when idle."""
+
     worker: bytes  # the worker's main socket identity
+    activity: dict | None
 
 
 # ---- both directions between dispatcher and the others ---------------------------------

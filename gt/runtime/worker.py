@@ -5,6 +5,7 @@ import gc
 import os
 import socket as sockets
 import threading
+import time
 import traceback
 import uuid
 from collections import deque
@@ -14,6 +15,7 @@ import msgpack
 import zmq
 
 from gt.runtime import shared_memory
+from gt.runtime.activity import Activity, memory_held
 from gt.runtime.compiler import Compiler
 from gt.runtime.engines import make_engine
 from gt.runtime.exchange import PeerExchange
@@ -57,6 +59,9 @@ class Worker:
         self.salt = 0
         self.ops_run = 0
         self.programs_run = 0
+        self.activity = Activity()
+        self.activity_lock = threading.Lock()  # the loop adds, the heartbeat thread takes
+        self.report_programs = False
         self.handlers = {
             RunProgram: self.run_program,
             EndSession: self.end_session,
@@ -111,6 +116,7 @@ class Worker:
     def peers(self, message: Peers, frames: list) -> None:
         self.exchange.set_peers(message.index, message.peers)
         self.salt = message.salt
+        self.report_programs = bool(message.report_programs)
 
     def _register(self) -> None:
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
@@ -129,8 +135,16 @@ class Worker:
     def _beat(self) -> None:
         heartbeat = dealer(self.endpoint)
         while True:
-            send(heartbeat, Heartbeat(self.identity))
+            send(heartbeat, Heartbeat(self.identity, self._take_activity()))
             threading.Event().wait(HEARTBEAT_SECONDS)
+
+    def _take_activity(self) -> dict:
+        with self.activity_lock:
+            activity, self.activity = self.activity, Activity()
+        return activity.report({
+            'memory': memory_held(self.engine.name),
+            'compiled_programs': self.compiler.programs_compiled if self.compiler else 0,
+        })
 
     def run_program(self, message: RunProgram, frames: list) -> None:
         session = message.session
@@ -165,7 +179,12 @@ class Worker:
                   for value_id in message.externals[:program.n_inputs]]
         if self.compiler is not None:
             self.compiler.share_cores()
+        started, start = time.time(), time.perf_counter()
         kept, errors = program.run(inputs, context, message.base)
+        with self.activity_lock:
+            self.activity.add(message.session, message.program_id, program.op_counts,
+                              len(program.steps), started, time.perf_counter() - start,
+                              program.ran_compiled, self.report_programs)
         context.data = []
         for (_, local), value in zip(program.keep, kept):
             # `-1 - k`: a copy of the k-th external, kept under its id (see planner.py)
@@ -176,6 +195,8 @@ class Worker:
         self.programs_run += 1
 
     def _fetch(self, message: RunProgram, values: dict) -> None:
+        if self.report_programs:  # a log is open: its programs' times come before the reply
+            send(self.socket, Heartbeat(self.identity, self._take_activity()))
         headers, frames, errors = [], [], self.errors.pop(message.session, [])
         for value_id in message.fetch:
             value = values.get(value_id)

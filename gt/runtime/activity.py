@@ -1,0 +1,54 @@
+"""What a worker did between two heartbeats, for `top`, the stats and the instruction log.
+
+The worker's loop adds each program's run (its time, split over the program's ops by
+their counts: timing every op would cost more than the ops); the heartbeat thread takes
+the report and starts a new one. Program start and end times are kept only while the
+dispatcher asks for them (an instruction log is open or a monitor listens).
+"""
+
+import os
+import time
+from collections import Counter
+
+import psutil
+
+PROGRAM_EVENTS_KEPT = 2000  # per beat: a flood of tiny programs is summarized, not listed
+
+
+class Activity:
+    def __init__(self) -> None:
+        self.busy = 0.0
+        self.programs = 0
+        self.ops: Counter = Counter()  # op name -> seconds
+        self.sessions: Counter = Counter()  # session -> seconds
+        self.events: list = []  # [start, end, session, program id, ops, kinds, compiled]
+
+    def add(self, session: int, program_id: int, op_counts: dict, n_ops: int, start: float,
+            seconds: float, compiled: bool, keep_event: bool) -> None:
+        """One program's run: `op_counts` its ops by name, `n_ops` their total."""
+        self.busy += seconds
+        self.programs += 1
+        self.sessions[session] += seconds
+        if n_ops:
+            for op, count in op_counts.items():
+                self.ops[op] += seconds * count / n_ops
+        if keep_event and len(self.events) < PROGRAM_EVENTS_KEPT:
+            kinds = ','.join(f'{op}:{count}' for op, count in
+                             sorted(op_counts.items(), key=lambda item: -item[1])[:3])
+            self.events.append([start, start + seconds, session, program_id, n_ops,
+                                kinds or '-', compiled])
+
+    def report(self, extra: dict) -> dict:
+        return {'busy': self.busy, 'programs': self.programs, 'ops': dict(self.ops),
+                'sessions': dict(self.sessions), 'events': self.events, 'time': time.time(),
+                **extra}
+
+
+def memory_held(engine_name: str) -> int:
+    """Bytes the worker holds: CUDA's allocated memory on a GPU, else the process's RSS."""
+    if engine_name == 'torch':
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            return int(torch.cuda.memory_allocated())
+    return int(psutil.Process(os.getpid()).memory_info().rss)

@@ -1,0 +1,43 @@
+"""Finding a running dispatcher's monitor socket and subscribing to it (for `top` and
+`trace`): the newest live dispatcher on this host by default, or the one at
+`--host`/`--port`, which says where its monitor is when asked for its statistics."""
+
+import zmq
+
+from gt.runtime.events import running_dispatchers
+from gt.runtime.protocol import Stats, StatsRequest
+from gt.runtime.transport import dealer, receive, send
+
+ASK_SECONDS = 3.0
+
+
+def monitor_endpoint(host: str | None, port: int | None) -> str:
+    """`tcp://host:monitor_port` of the dispatcher asked for; SystemExit with a message
+    that says what to do when there is none."""
+    if port is None:
+        found = running_dispatchers()
+        if not found:
+            raise SystemExit('no GT dispatcher is running on this host (start a GT script or '
+                             '`python -m gt.server`, or name one with --host and --port)')
+        return f"tcp://{host or '127.0.0.1'}:{found[0]['monitor_port']}"
+    host = host or '127.0.0.1'
+    socket = dealer(f'tcp://{host}:{port}')
+    try:
+        send(socket, StatsRequest(0))
+        if not socket.poll(int(ASK_SECONDS * 1000)):
+            raise SystemExit(f'no GT dispatcher answered at {host}:{port}')
+        message, _ = receive(socket)
+    finally:
+        socket.close(0)
+    if not isinstance(message, Stats) or 'monitor_port' not in message.dispatcher:
+        raise SystemExit(f'{host}:{port} did not answer as a GT dispatcher')
+    return f"tcp://{host}:{message.dispatcher['monitor_port']}"
+
+
+def subscribe(endpoint: str, *topics: bytes) -> zmq.Socket:
+    socket = zmq.Context.instance().socket(zmq.SUB)
+    socket.setsockopt(zmq.LINGER, 0)
+    for topic in topics:
+        socket.setsockopt(zmq.SUBSCRIBE, topic)
+    socket.connect(endpoint)
+    return socket

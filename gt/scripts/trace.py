@@ -1,0 +1,52 @@
+"""`python -m gt.scripts.trace -s SECONDS [-n EVENTS] [--port P] [--dir DIR]`: capture a
+running dispatcher's events into `DIR/trace_<time>.log`, in the instruction log's format
+(so `python -m gt.scripts.visualize` reads it)."""
+
+import argparse
+import os
+import time
+
+import msgpack
+
+from gt.runtime.events import format_line
+from gt.scripts.attach import monitor_endpoint, subscribe
+
+
+def capture(endpoint: str, seconds: float, max_events: int | None) -> list:
+    socket = subscribe(endpoint, b'event')
+    events: list = []
+    deadline = time.monotonic() + seconds
+    try:
+        while max_events is None or len(events) < max_events:
+            left = deadline - time.monotonic()
+            if left <= 0 or not socket.poll(int(left * 1000)):
+                break
+            _, payload = socket.recv_multipart()
+            events.append(msgpack.unpackb(payload, raw=False))
+    finally:
+        socket.close(0)
+    return events
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog='python -m gt.scripts.trace', description=__doc__)
+    parser.add_argument('-s', '--seconds', type=float, required=True,
+                        help='longest time to capture for')
+    parser.add_argument('-n', '--max-events', type=int, help='stop after this many events')
+    parser.add_argument('--port', type=int, help='the dispatcher\'s port (default: the '
+                        'newest dispatcher running on this host)')
+    parser.add_argument('--host', help='the dispatcher\'s host (default 127.0.0.1)')
+    parser.add_argument('--dir', default='.', help='where to write the trace (default: here)')
+    args = parser.parse_args(argv)
+    endpoint = monitor_endpoint(args.host, args.port)
+    events = capture(endpoint, args.seconds, args.max_events)
+    os.makedirs(args.dir, exist_ok=True)
+    path = os.path.join(args.dir, f'trace_{time.strftime("%Y%m%d_%H%M%S")}.log')
+    with open(path, 'w') as file:
+        for seconds, kind, peer, message, fields in events:
+            file.write(format_line(seconds, kind, peer, message, fields) + '\n')
+    print(f'{len(events)} events from {endpoint} written to {path}')
+
+
+if __name__ == '__main__':
+    main()

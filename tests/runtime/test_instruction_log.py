@@ -1,0 +1,154 @@
+"""The instruction log and the monitor feed on real processes: the seeds' line format,
+every event kind from 2 clients on 2 workers, `--log` and `GT_INSTRUCTION_LOG` for the
+auto-started server, `gt.scripts.trace` capturing from a live dispatcher, and the
+per-session numbers in the stats."""
+
+import glob
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from gt_test_support import connected, finish_script, run_script, start_script
+
+import gt
+from gt.runtime.events import format_line, parse_line
+
+# The seeds' sample (../shared/seeds/001_10ea08746ccdf18b.txt), as a pattern.
+SEED_LINE = re.compile(r'^\[TAPE \d+\.\d{3}s\] [A-Z_]+\s+\| \S.*?\s*\| \w+\s*\| (\w+=\S*\s?)*$')
+SEED_SAMPLE = """\
+[TAPE 0.003s] RECV         | 127.0.0.1:59712 | BinaryOp  | result=2 op=matmul left=0 right=1
+[TAPE 0.003s] WORKER_SEND  | auto_worker     | WorkerOp  | op=matmul result=127.0.0.1:59712_2
+[TAPE 0.004s] WORKER_RECV  | auto_worker     | WorkerOp  | success=True
+[TAPE 0.004s] SEND         | 127.0.0.1:59712 | BinaryOp  | success=True"""
+
+CLIENT = """
+import sys, gt
+from gt import ShardConfig, SignalConfig
+gt.connect(sys.argv[1] if len(sys.argv) > 1 else '{address}')
+gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+gt.manual_seed({seed})
+with gt.signal.context('pair'):
+    x = gt.randn(64, 32)
+w = gt.randn(32, 8, requires_grad=True)
+for _ in range(3):
+    loss = (x @ w).relu().sum()
+    loss.backward()
+    with gt.no_grad():
+        w -= 0.01 * w.grad
+    w.grad = None
+print(float(loss))
+"""
+
+
+def test_lines_have_the_seeds_format_and_parse_back():
+    for line in SEED_SAMPLE.splitlines():
+        assert SEED_LINE.match(line), line
+        assert parse_line(line) is not None
+    line = format_line(0.0123, 'WORKER_SEND', 'worker1', 'RunProgram',
+                       {'session': 3, 'ops': 12, 'kinds': 'matmul:2,add:1', 'first': True,
+                        'seconds': 0.000123456})
+    assert SEED_LINE.match(line), line
+    assert line.startswith('[TAPE 0.012s] WORKER_SEND  | worker1         | RunProgram |')
+    assert parse_line(line) == (0.012, 'WORKER_SEND', 'worker1', 'RunProgram',
+                                {'session': '3', 'ops': '12', 'kinds': 'matmul:2,add:1',
+                                 'first': 'True', 'seconds': '0.000123456'})
+    assert parse_line('not a log line') is None
+
+
+@pytest.mark.time_limit(120)
+def test_two_clients_on_two_workers_log_every_event_kind(start_cluster, tmp_path):
+    log = tmp_path / 'ops.log'
+    cluster = start_cluster(workers=2, env={'GT_INSTRUCTION_LOG': str(log)})
+    clients = [start_script(CLIENT.format(address=cluster.address, seed=seed))
+               for seed in (1, 2)]
+    results = [finish_script(client) for client in clients]
+    assert all(r.returncode == 0 for r in results), [r.explain() for r in results]
+    deadline = time.monotonic() + 10
+    events = []
+    while time.monotonic() < deadline:
+        events = [parse_line(line) for line in log.read_text().splitlines()]
+        if sum(e[1] == 'DISCONNECT' for e in events if e) == 2:
+            break
+        time.sleep(0.2)
+    assert all(events), [line for line in log.read_text().splitlines() if not parse_line(line)]
+    kinds = {event[1] for event in events}
+    assert kinds >= {'WORKER_JOIN', 'CONNECT', 'RECV', 'WORKER_SEND', 'WORKER_START',
+                     'WORKER_END', 'WORKER_RECV', 'SEND', 'DISCONNECT'}, kinds
+    clients_seen = {peer for _, kind, peer, _, _ in events if kind == 'CONNECT'}
+    assert len(clients_seen - {'tests:wait_ready'}) == 2, clients_seen
+    workers_run = {fields['worker'] for _, kind, _, _, fields in events if kind == 'WORKER_END'}
+    assert workers_run == {'0', '1'}  # the sharded work ran on both
+    assert any('matmul' in fields.get('kinds', '') for _, kind, _, _, fields in events
+               if kind == 'RECV')
+
+
+def test_the_auto_started_server_writes_the_log(tmp_path):
+    log = tmp_path / 'auto.log'
+    result = run_script("""
+        import gt
+        print((gt.ones(3, 3) @ gt.ones(3, 3)).sum().item())
+    """, env={'GT_INSTRUCTION_LOG': str(log)})
+    assert result.returncode == 0, result.explain()
+    assert result.stdout.strip() == '27.0'
+    kinds = [parse_line(line)[1] for line in log.read_text().splitlines()]
+    assert kinds[:2] == ['WORKER_JOIN', 'CONNECT'] and 'SEND' in kinds
+
+
+@pytest.mark.time_limit(90)
+def test_server_log_flag_and_trace_capture(tmp_path):
+    from gt_test_support import free_port
+
+    port = free_port()
+    log = tmp_path / 'server.log'
+    server = subprocess.Popen([sys.executable, '-m', 'gt.server', '-p', str(port), '--log',
+                               str(log)])
+    worker = subprocess.Popen([sys.executable, '-m', 'gt.worker', '-p', str(port)])
+    try:
+        client = start_script("""
+            import sys, time, gt
+            gt.connect(sys.argv[1])
+            x = gt.randn(50, 50)
+            for i in range(200):
+                (x @ x).sum().item()
+                time.sleep(0.02)
+        """.replace('sys.argv[1]', repr(f'localhost:{port}')))
+        time.sleep(1.5)
+        trace = subprocess.run(
+            [sys.executable, '-m', 'gt.scripts.trace', '-s', '5', '-n', '40', '--port',
+             str(port), '--dir', str(tmp_path / 'traces')],
+            capture_output=True, text=True, timeout=60)
+        assert trace.returncode == 0, trace.stderr
+        assert '40 events' in trace.stdout
+        (captured,) = glob.glob(str(tmp_path / 'traces' / 'trace_*.log'))
+        lines = open(captured).read().splitlines()
+        assert len(lines) == 40 and all(parse_line(line) for line in lines)
+        assert {'RECV', 'SEND'} <= {parse_line(line)[1] for line in lines}
+        finish_script(client, timeout=60)
+    finally:
+        for process in (worker, server):
+            process.terminate()
+            process.wait(10)
+    kinds = {parse_line(line)[1] for line in log.read_text().splitlines()}
+    assert {'CONNECT', 'RECV', 'WORKER_SEND', 'SEND'} <= kinds
+
+
+def test_trace_without_a_dispatcher_says_so(tmp_path):
+    from gt_test_support import free_port
+
+    result = subprocess.run([sys.executable, '-m', 'gt.scripts.trace', '-s', '1', '--port',
+                             str(free_port())], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and 'no GT dispatcher answered' in result.stderr
+
+
+def test_stats_count_this_sessions_work(cluster):
+    with connected(cluster.address):
+        x = gt.randn(100, 100)
+        for _ in range(5):
+            (x @ x).sum().item()
+        time.sleep(0.7)  # a heartbeat brings the workers' seconds
+        session = gt.debug.get_dispatcher_stats()['session']
+    assert session['ops'] >= 11 and session['programs'] >= 5
+    assert sum(session['worker_seconds'].values()) > 0
+    assert sum(session['bytes'].values()) == 100 * 100 * 4
