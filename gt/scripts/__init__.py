@@ -1,0 +1,1 @@
+"""Command-line tools: `python -m gt.scripts.<name>` (trace, top, visualize, coverage)."""
