@@ -20,8 +20,11 @@ def get_dispatcher_stats() -> dict:
 
 def print_worker_stats() -> None:
     """One line per worker: device, tensors held, ops run, the bytes of moves, and what
-    it compiled (programs, seconds spent, failures, runs that used compiled code)."""
-    for worker in get_worker_stats():
+    it compiled (programs, seconds spent, failures, runs that used compiled code); then
+    this session's share: its ops and programs, and per worker its busy seconds and the
+    bytes it holds there."""
+    stats = connection.current().stats()
+    for worker in sorted(stats.workers, key=lambda worker: worker['index']):
         moved = compiled = ''
         if worker['peer_bytes_sent'] or worker['peer_bytes_received']:
             moved = (f", {worker['peer_bytes_sent']:,} bytes sent to peers and "
@@ -36,6 +39,13 @@ def print_worker_stats() -> None:
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
               f"{worker['ops']} ops in {worker['programs_run']} programs{moved}{compiled}")
+    session = stats.dispatcher.get('session')
+    if session:
+        workers = sorted(set(session['worker_seconds']) | set(session['bytes']))
+        shares = ', '.join(f"worker {w}: {session['worker_seconds'].get(w, 0.0):.3f} s busy, "
+                           f"{session['bytes'].get(w, 0):,} bytes held" for w in workers)
+        print(f"this session ({session['client']}): {session['ops']} ops in "
+              f"{session['programs']} worker programs" + (f'; {shares}' if shares else ''))
 
 
 def dump_ir(show: bool = True, workers: bool = False) -> str:

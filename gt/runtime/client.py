@@ -22,7 +22,7 @@ import zmq
 
 from gt import config
 from gt.ir.dtypes import NUMPY_DTYPES
-from gt.runtime import compile_settings, shared_memory
+from gt.runtime import compile_settings, diagnostics, shared_memory
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
@@ -108,6 +108,10 @@ class Client:
             raise
         self.session = welcome.session
         self.workers = welcome.workers
+        diagnostics.verbose('client', f'connected to {endpoint} as session {self.session}; '
+                            f'{len(self.workers)} worker(s): ' + ', '.join(
+                                f"{w['index']}: {w['device']} on {w['host']}"
+                                for w in self.workers))
         self.config_version = -1
         self._send_configs()
         self._stop_keep_alive = threading.Event()
@@ -217,11 +221,18 @@ class Client:
         self._send_configs()
         send(self.socket, Submit(structure, pending.base, pending.externals, pending.literals,
                                  releases, list(fetch), self.next_request), frames)
+        diagnostics.debug('client', lambda: (
+            f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
+            f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
         return self.next_request
 
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
+        started = time.perf_counter()
         request = self.flush(value_ids)
         reply, frames = self._wait(Fetched, request=request)
+        diagnostics.debug('client', lambda: (
+            f'fetched {len(value_ids)} value(s) in '
+            f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
         self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self._raise_errors(reply.errors)
         frames = iter(frames)

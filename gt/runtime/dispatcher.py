@@ -23,7 +23,7 @@ from gt.ir.graphviz import graph_to_dot
 from gt.ir.placement import local_shape
 from gt.ir.type_rules import numel
 from gt.passes import PipelineOptions
-from gt.runtime import compile_settings
+from gt.runtime import compile_settings, diagnostics
 from gt.runtime.events import Events, register_dispatcher
 from gt.runtime.fragment import FragmentError
 from gt.runtime.peers import PendingRequest, Session, WorkerHandle
@@ -184,6 +184,8 @@ class Dispatcher:
             if self.events.on:
                 self.events.emit('CONNECT', session.client, 'Hello', session=session.number,
                                  home=f'w{home.index}')
+            diagnostics.verbose('dispatcher', f'client {session.client} connected: session '
+                                f'{session.number}, home worker {home.index}')
         self.waiting_hellos = still_waiting
 
     def configure(self, identity: bytes, message: Configure, frames: list) -> None:
@@ -277,7 +279,13 @@ class Dispatcher:
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
                                   session.home_worker, session.configs,
                                   session.auto_shard_elements, session.generator_holders)
+        misses, started = self.planner.misses, time.perf_counter()
         plan = self.planner.plan(message.structure, external_types, options, session.compile)
+        diagnostics.debug('dispatcher', lambda: (
+            f"session {session.number} fragment {message.base}: "
+            f"{'planned' if self.planner.misses > misses else 'plan cached'} in "
+            f"{(time.perf_counter() - started) * 1e3:.2f} ms, {sum(plan.ops.values())} ops, "
+            f"{len(plan.programs)} worker program(s)"))
         session.last_plan = plan
         session.generator_holders = plan.generator_holders
         for local, shape, dtype, placement in plan.kept:
@@ -357,6 +365,8 @@ class Dispatcher:
             if self.events.on:
                 self.events.emit('DISCONNECT', session.client, 'Goodbye',
                                  session=session.number, reason=reason, ops=session.ops)
+            diagnostics.verbose('dispatcher', f'client {session.client} left ({reason}): '
+                                f'session {session.number}, {session.ops} ops')
             for worker in self._live_workers():
                 self._send(worker.identity, EndSession(session.number))
 
@@ -389,6 +399,8 @@ class Dispatcher:
         if self.events.on:
             self.events.emit('WORKER_JOIN', handle.label, 'Register', worker=handle.index,
                              name=handle.name, device=handle.device, host=handle.host)
+        diagnostics.verbose('dispatcher', f'worker {handle.index} joined: {handle.device} on '
+                            f'{handle.host} (pid {handle.pid})')
         self._announce_peers()
         self._welcome_waiting()
 
@@ -471,6 +483,8 @@ class Dispatcher:
         handle.alive = False
         if self.events.on:
             self.events.emit('WORKER_LOST', handle.label, 'Heartbeat', worker=handle.index)
+        diagnostics.verbose('dispatcher', f'worker {handle.index} ({handle.name}) was lost: '
+                            f'no heartbeat for {HEARTBEAT_TIMEOUT} s')
         self._announce_peers()  # ends any wait for a piece from it
         report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
         for request, pending in list(self.pending.items()):

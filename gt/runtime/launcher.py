@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 
+from gt.runtime import diagnostics
+
 STOP_SECONDS = 5.0
 
 
@@ -31,6 +33,8 @@ class LocalServer:
             self.processes.append(subprocess.Popen(
                 [sys.executable, '-m', 'gt.worker', '--endpoint', self.endpoint, *parent],
                 env=env, start_new_session=True))
+        diagnostics.verbose('client', f'started a local server (a dispatcher and {workers} '
+                            f'worker(s)) on {self.endpoint}')
 
     def check_alive(self) -> None:
         for process in self.processes:

@@ -3,6 +3,7 @@ and sending a record with its tensor frames."""
 
 import os
 import signal
+import sys
 import tempfile
 import threading
 from typing import Any
@@ -72,9 +73,10 @@ def exit_with_parent(parent_pid: int) -> None:
 
 
 def serve_until_stopped(serve_forever: Any, greeting: str) -> None:
-    """Run a server loop until Ctrl-C or SIGTERM; `greeting` is printed with GT_VERBOSE=1."""
+    """Run a server loop until Ctrl-C or SIGTERM; `greeting` goes to stderr with
+    GT_VERBOSE=1 (stdout is the user's script's)."""
     if os.environ.get('GT_VERBOSE') == '1':
-        print(greeting, flush=True)
+        print(greeting, file=sys.stderr, flush=True)
     try:
         serve_forever()
     except KeyboardInterrupt:

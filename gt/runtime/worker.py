@@ -14,7 +14,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from gt.runtime import shared_memory
+from gt.runtime import diagnostics, shared_memory
 from gt.runtime.activity import Activity, memory_held
 from gt.runtime.compiler import Compiler
 from gt.runtime.engines import make_engine
@@ -119,6 +119,8 @@ class Worker:
         self.report_programs = bool(message.report_programs)
 
     def _register(self) -> None:
+        diagnostics.verbose('worker', f'registering with {self.endpoint} as '
+                            f'{self.identity.decode()} ({self.engine.describe()})')
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
                                    sockets.gethostname(), os.getpid(),
                                    self.exchange.endpoints))
@@ -167,6 +169,9 @@ class Worker:
         if message.program is not None:
             self.programs[message.program_id] = Program(message.program, self.engine.implementation,
                                                         self.compiler)
+            diagnostics.debug('worker', lambda: (
+                f'program {message.program_id} decoded: '
+                f'{len(self.programs[message.program_id].steps)} steps'))
         program = self.programs[message.program_id]
         context = self.contexts.get(message.session) or self.contexts.setdefault(
             message.session, self.engine.new_context((self.salt << 16) + message.session))
@@ -181,10 +186,15 @@ class Worker:
             self.compiler.share_cores()
         started, start = time.time(), time.perf_counter()
         kept, errors = program.run(inputs, context, message.base)
+        seconds = time.perf_counter() - start
         with self.activity_lock:
             self.activity.add(message.session, message.program_id, program.op_counts,
-                              len(program.steps), started, time.perf_counter() - start,
-                              program.ran_compiled, self.report_programs)
+                              len(program.steps), started, seconds, program.ran_compiled,
+                              self.report_programs)
+        diagnostics.debug('worker', lambda: (
+            f"session {message.session} ran program {message.program_id} "
+            f"({'compiled' if program.ran_compiled else f'run {program.runs}'}) in "
+            f"{seconds * 1e3:.3f} ms" + (f'; {len(errors)} op(s) failed' if errors else '')))
         context.data = []
         for (_, local), value in zip(program.keep, kept):
             # `-1 - k`: a copy of the k-th external, kept under its id (see planner.py)
