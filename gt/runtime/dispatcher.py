@@ -426,7 +426,10 @@ class Dispatcher:
 
     def _note_activity(self, handle: WorkerHandle, activity: dict) -> None:
         """A worker's report since its last beat: per-session worker-seconds, and its
-        programs' start and end times for the log."""
+        programs' start and end times for the log. A report sent before a fetch's reply
+        has no memory figure: the previous one stands."""
+        if 'memory' not in activity and 'memory' in handle.activity:
+            activity = {**activity, 'memory': handle.activity['memory']}
         handle.activity = activity
         sessions = {session.number: session for session in self.sessions.values()}
         for number, seconds in dict(activity.get('sessions') or {}).items():

@@ -140,13 +140,15 @@ class Worker:
             send(heartbeat, Heartbeat(self.identity, self._take_activity()))
             threading.Event().wait(HEARTBEAT_SECONDS)
 
-    def _take_activity(self) -> dict:
+    def _take_activity(self, periodic: bool = True) -> dict:
+        """The activity since the last report; the periodic beat adds the memory held
+        (a system call, too slow for the report sent before each fetch)."""
         with self.activity_lock:
             activity, self.activity = self.activity, Activity()
-        return activity.report({
-            'memory': memory_held(self.engine.name),
-            'compiled_programs': self.compiler.programs_compiled if self.compiler else 0,
-        })
+        extra = {'compiled_programs': self.compiler.programs_compiled if self.compiler else 0}
+        if periodic:
+            extra['memory'] = memory_held(self.engine.name)
+        return activity.report(extra)
 
     def run_program(self, message: RunProgram, frames: list) -> None:
         session = message.session
@@ -205,8 +207,9 @@ class Worker:
         self.programs_run += 1
 
     def _fetch(self, message: RunProgram, values: dict) -> None:
-        if self.report_programs:  # a log is open: its programs' times come before the reply
-            send(self.socket, Heartbeat(self.identity, self._take_activity()))
+        if self.report_programs and self.activity.events:
+            # Events are on: the programs' times reach the log before the reply does.
+            send(self.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
         headers, frames, errors = [], [], self.errors.pop(message.session, [])
         for value_id in message.fetch:
             value = values.get(value_id)
