@@ -1,0 +1,14 @@
+"""Optimizers with torch.optim's API, so a PyTorch training
+script ports by changing its imports:
+
+    import gt.optim as optim
+    optimizer = optim.AdamW(model.parameters(), lr=3e-4)
+"""
+
+from gt.optim.adagrad import Adagrad
+from gt.optim.adam import Adam, AdamW
+from gt.optim.optimizer import Optimizer
+from gt.optim.rmsprop import RMSprop
+from gt.optim.sgd import SGD
+
+__all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad']

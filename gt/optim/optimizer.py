@@ -1,0 +1,254 @@
+"""`Optimizer`, with torch.optim.Optimizer's surface: parameter groups (dicts of 'params' and
+hyperparameters, editable between steps), per-parameter `state` of GT tensors,
+`state_dict()`/`load_state_dict()` in torch's layout, `zero_grad` and `add_param_group`.
+Updates are recorded under no_grad as rebindings and `step()` ends by sending them, so a
+training step reaches the dispatcher as one fragment of the same structure every step.
+"""
+
+from collections import defaultdict
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+import torch
+
+from gt.autograd import enable_grad, no_grad
+from gt.runtime import client as connection
+from gt.tensor import Tensor, as_tensor
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return '<required parameter>'
+
+
+required = _Required()  # a default that each parameter group must set, as in torch
+
+
+class Optimizer:
+    """Base class of optimizers. Subclasses define `_update(group, numbers)`, which records
+    one group's updates (under no_grad), or override `step()` as torch optimizers do."""
+
+    def __init__(self, params: Iterable, defaults: dict) -> None:
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict] = defaultdict(dict)  # tensors hash by identity
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError('params argument given to the optimizer should be an iterable of '
+                            'Tensors or dicts, but got a gt.Tensor')
+        groups = list(params)
+        if not groups:
+            raise ValueError('optimizer got an empty parameter list')
+        for group in groups if isinstance(groups[0], dict) else [{'params': groups}]:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (torch's rules: it becomes the dict given, missing hyperparameters
+        filled from the defaults; `(name, parameter)` pairs give the group 'param_names')."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f'param_group must be a dict, got {type(param_group).__name__}')
+        params = param_group['params']
+        if isinstance(params, set):
+            raise TypeError('optimizer parameters need to be organized in ordered collections, '
+                            'but the ordering of tensors in sets changes between runs; use a list')
+        params = [params] if isinstance(params, Tensor) else list(params)
+        named = [isinstance(param, tuple) for param in params]
+        if any(named):
+            if not all(named):
+                raise ValueError('all optimizer params should be with/without names. Some param '
+                                 'names are missing')
+            param_group['param_names'] = [name for name, _ in params]
+            params = [param for _, param in params]
+        param_group['params'] = params
+        known = {id(p) for existing in self.param_groups for p in existing['params']}
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError(f'optimizers can only optimize gt Tensors, got '
+                                f'{type(param).__name__}')
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+            if id(param) in known:
+                raise ValueError('a parameter appears twice in the parameter groups')
+            known.add(id(param))
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f'optimization parameter {name}')
+            param_group.setdefault(name, default)
+        for group in self.param_groups:
+            if ('param_names' in group) != ('param_names' in param_group):
+                raise ValueError('all optimizer param groups should be with/without names')
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for param in group['params']:
+                if param._grad is None:
+                    continue
+                if set_to_none:
+                    param.grad = None
+                else:
+                    with no_grad():
+                        param._grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                # Numbers per group: two groups' learning rates must not merge into one
+                # constant on the steps where a schedule makes them equal.
+                self._update(group, Numbers())
+        connection.current().flush()
+        return loss
+
+    def _update(self, group: dict, numbers: 'Numbers') -> None:
+        """Record the updates of one parameter group (called under no_grad)."""
+        raise NotImplementedError(f'{type(self).__name__} defines neither _update nor step')
+
+    # ---- saving and loading --------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """torch's layout: {'state': {index: {...}}, 'param_groups': [{..., 'params':
+        [indices]}]}, parameters numbered in group order. State tensors are the GT tensors
+        themselves (`gt.save` fetches them); a step count is a 0-d float32 tensor, as torch
+        keeps it."""
+        indices: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {key: value for key, value in group.items() if key != 'params'}
+            for param in group['params']:
+                indices.setdefault(id(param), len(indices))
+            packed['params'] = [indices[id(param)] for param in group['params']]
+            groups.append(packed)
+        state = {}
+        for param, entries in self.state.items():
+            state[indices[id(param)]] = {
+                key: _step_tensor(value) if key == 'step' and not isinstance(value, Tensor)
+                else value for key, value in entries.items()}
+        return {'state': state, 'param_groups': groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Take the state and hyperparameters of `state_dict` (from `state_dict()`, here
+        or in torch, or `gt.load`): values may be GT tensors, torch tensors or arrays.
+        Parameters are matched by position, as in torch; floating state is cast to its
+        parameter's dtype."""
+        saved_groups = [dict(group) for group in state_dict['param_groups']]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError('loaded state dict has a different number of parameter groups')
+        if any(len(saved['params']) != len(group['params'])
+               for saved, group in zip(saved_groups, self.param_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        by_index = {index: param for saved, group in zip(saved_groups, self.param_groups)
+                    for index, param in zip(saved['params'], group['params'])}
+        # torch keeps state it cannot place; GT refuses it, as it could never be used.
+        unknown = [index for index in state_dict['state'] if index not in by_index]
+        if unknown:
+            raise ValueError(f'loaded state dict has state for parameter(s) {unknown}, which '
+                             f'no parameter group lists (groups list {sorted(by_index)})')
+        steps = _step_counts(state_dict['state'])
+        state: defaultdict[Tensor, dict] = defaultdict(dict)
+        for index, entries in state_dict['state'].items():
+            param = by_index[index]
+            state[param] = {key: steps[index] if key == 'step' else _cast(value, param)
+                            for key, value in entries.items()}
+        for saved, group in zip(saved_groups, self.param_groups):
+            saved['params'] = group['params']
+            if 'param_names' in group and 'param_names' not in saved:
+                saved['param_names'] = group['param_names']
+        self.state, self.param_groups = state, saved_groups
+
+    def __repr__(self) -> str:
+        lines = [f'{type(self).__name__} (']
+        for index, group in enumerate(self.param_groups):
+            lines.append(f'Parameter Group {index}')
+            lines += [f'    {key}: {value}' for key, value in sorted(group.items())
+                      if key != 'params']
+        return '\n'.join(lines) + '\n)'
+
+
+def _step_tensor(step: float) -> Tensor:
+    from gt.creation import tensor
+
+    return tensor(float(step), dtype=torch.float32)
+
+
+def _cast(value: Any, param: Tensor) -> Any:
+    """A state value as a GT tensor beside `param`: floating values in its dtype."""
+    if isinstance(value, dict):
+        return {key: _cast(item, param) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(item, param) for item in value)
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        from gt.creation import tensor
+
+        value = tensor(value)
+    if isinstance(value, Tensor) and value.dtype.is_floating_point \
+            and param.dtype.is_floating_point:
+        return value.to(param.dtype)
+    return value
+
+
+def _step_counts(state: dict) -> dict:
+    """Each parameter's step count as a Python number again (GT sends numbers as literals);
+    counts loaded as GT tensors are fetched together, in one round trip."""
+    counts = {index: entries['step'] for index, entries in state.items() if 'step' in entries}
+    tensors = {index: count for index, count in counts.items() if isinstance(count, Tensor)}
+    if tensors:
+        fetched = connection.current().fetch([count._id for count in tensors.values()])
+        counts.update(zip(tensors, fetched))
+    return {index: _number(count) for index, count in counts.items()}
+
+
+def _number(value: Any) -> float:
+    value = float(value.item() if isinstance(value, (torch.Tensor, np.ndarray)) else value)
+    return int(value) if value.is_integer() else value
+
+
+# ---- what the update rules share -----------------------------------------------------------
+class Numbers:
+    """The Python numbers of one group's step as 0-d tensors of the parameters' dtype,
+    each made once and shared by the group's parameters: a number operand is otherwise one
+    more op per parameter. Rounded once from double, as torch rounds its scalar arguments.
+    Keyed by role as well as value, so that two roles whose values meet (a decaying
+    learning rate passing the weight decay) stay two constants and the step's structure,
+    hence its plan, does not change."""
+
+    def __init__(self) -> None:
+        self.made: dict[tuple, Tensor] = {}
+
+    def __call__(self, role: str, value: float, like: Tensor) -> Tensor:
+        key = (role, value, like.dtype)
+        if key not in self.made:
+            self.made[key] = as_tensor(value, like)
+        return self.made[key]
+
+
+def lerp(start: Tensor, end: Tensor, weight: float, numbers: Numbers, role: str) -> Tensor:
+    """torch.lerp with a number weight: its two formulas, each exact at its own end."""
+    if abs(weight) < 0.5:
+        return start + numbers(role, weight, start) * (end - start)
+    return end - (end - start) * numbers(role, 1 - weight, start)
+
+
+def gradients(group: dict) -> Iterator[tuple[Tensor, Tensor]]:
+    """The group's parameters that have a gradient, with it (negated to maximize)."""
+    for param in group['params']:
+        if param._grad is not None:
+            yield param, -param._grad if group['maximize'] else param._grad
+
+
+def check_hyperparameters(name: str, **values: float) -> None:
+    """torch's checks: none of these may be negative."""
+    for key, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f'invalid {name} hyperparameter: {key}={value} (must not be '
+                             'negative)')
+
+
+def unsupported(**flags: bool) -> None:
+    """torch options GT cannot honour: refused when set rather than silently ignored."""
+    for name, value in flags.items():
+        if value:
+            raise ValueError(f'{name}=True is not supported by GT optimizers')
