@@ -1,11 +1,12 @@
-"""Neural networks on GT tensors with torch.nn's API: `Module`, layers, losses and the
-optimizers, so a PyTorch training script ports by changing its imports.
+"""Neural networks on GT tensors with torch.nn's API: `Module`, layers, losses and
+`utils` (gradient clipping), so a PyTorch training script ports by changing its imports.
+The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them.
 
-    from gt.nn import Module, Linear, SGD
+    from gt.nn import Module, Linear
     import gt.nn.functional as F
 """
 
-from gt.nn import functional, optim
+from gt.nn import functional, optim, utils
 from gt.nn.containers import ModuleList, Sequential
 from gt.nn.layers import (
     GELU,
@@ -45,5 +46,5 @@ __all__ = [
     'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',
     'CrossEntropyLoss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'Optimizer', 'SGD', 'Adam',
-    'AdamW', 'functional', 'optim',
+    'AdamW', 'functional', 'optim', 'utils',
 ]
