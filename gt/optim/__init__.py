@@ -1,14 +1,16 @@
-"""Optimizers with torch.optim's API, so a PyTorch training
+"""Optimizers and learning-rate schedules with torch.optim's API, so a PyTorch training
 script ports by changing its imports:
 
     import gt.optim as optim
     optimizer = optim.AdamW(model.parameters(), lr=3e-4)
+    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=100)
 """
 
+from gt.optim import lr_scheduler
 from gt.optim.adagrad import Adagrad
 from gt.optim.adam import Adam, AdamW
 from gt.optim.optimizer import Optimizer
 from gt.optim.rmsprop import RMSprop
 from gt.optim.sgd import SGD
 
-__all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad']
+__all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'lr_scheduler']

@@ -175,3 +175,4 @@ def test_the_old_names_are_the_new_classes():
     for name in NAMES:
         assert getattr(gt.nn.optim, name) is getattr(optim, name)
     assert nn.SGD is optim.SGD and nn.Optimizer is optim.Optimizer
+    assert gt.optim.lr_scheduler.StepLR is optim.lr_scheduler.StepLR
