@@ -1,0 +1,87 @@
+"""`gt.save` and `gt.load` in torch's file format: `save` writes what `torch.load` opens
+(GT tensors become CPU torch tensors, fetched together in one round trip), `load`
+reads any `torch.save` file and makes its tensors GT tensors again, dtypes kept.
+"""
+
+import copy
+import os
+from typing import IO, Any, Callable
+
+import torch
+
+from gt.runtime import client as connection
+from gt.tensor import Tensor
+
+FileLike = str | os.PathLike | IO[bytes]
+
+
+def save(obj: Any, f: FileLike, **torch_save_args: Any) -> None:
+    """Save `obj` (tensors in dicts, lists and tuples, with numbers and strings) as
+    `torch.save` would: GT tensors are written as CPU torch tensors, so the file is a
+    torch file. A tensor that appears twice is stored once, and loads as one tensor.
+    Save a module's or an optimizer's `state_dict()`, not the object itself."""
+    tensors: dict[int, Tensor] = {}
+    _walk(obj, lambda tensor: tensors.setdefault(id(tensor), tensor))
+    fetched = {}
+    if tensors:
+        values = connection.current().fetch([tensor._id for tensor in tensors.values()])
+        for key, tensor, value in zip(tensors, tensors.values(), values):
+            fetched[key] = _as_saved(tensor, value)
+    torch.save(_walk(obj, lambda tensor: fetched[id(tensor)]), f, **torch_save_args)
+
+
+def _as_saved(tensor: Tensor, value: torch.Tensor) -> torch.Tensor:
+    """What torch would have saved for `tensor`: a Parameter for a Parameter, and
+    requires_grad kept."""
+    from gt.nn.parameter import Parameter
+
+    if isinstance(tensor, Parameter):
+        return torch.nn.Parameter(value, requires_grad=tensor.requires_grad)
+    return value.requires_grad_() if tensor.requires_grad else value
+
+
+def load(f: FileLike, map_location: Any = None, weights_only: bool = True,
+         **torch_load_args: Any) -> Any:
+    """Read a `torch.save` file (`weights_only` as torch takes it): its torch tensors
+    become GT tensors of the same dtypes (Parameters stay Parameters), sent to the workers
+    with the next message. `map_location` is accepted for torch's sake and not needed: the
+    file is read onto the CPU and GT places the tensors itself."""
+    from gt.creation import tensor as make_tensor
+    from gt.nn.parameter import Parameter
+
+    loaded = torch.load(f, map_location='cpu', weights_only=weights_only, **torch_load_args)
+    made: dict[int, Tensor] = {}
+
+    def upload(value: torch.Tensor) -> Tensor:
+        if id(value) not in made:
+            if isinstance(value, torch.nn.Parameter):
+                made[id(value)] = Parameter(value.detach(), value.requires_grad)
+            else:
+                made[id(value)] = make_tensor(value.detach(), requires_grad=value.requires_grad)
+        return made[id(value)]
+
+    return _walk(loaded, upload, kind=torch.Tensor)
+
+
+def _walk(obj: Any, visit: Callable[[Any], Any], kind: type = Tensor) -> Any:
+    """`obj` with each `kind` tensor in it replaced by `visit(tensor)`, containers rebuilt
+    with their own types (an OrderedDict stays one, a namedtuple too)."""
+    from gt.nn.module import Module
+
+    if isinstance(obj, kind):
+        return visit(obj)
+    if isinstance(obj, Module):
+        raise TypeError(f'gt.save cannot save a whole {type(obj).__name__}: save its '
+                        'state_dict() instead (as torch recommends), and load_state_dict it')
+    if isinstance(obj, dict):
+        # A copy keeps the type and what it carries (a defaultdict's factory, the
+        # `_metadata` of torch's state dicts).
+        rebuilt = copy.copy(obj)
+        rebuilt.clear()
+        rebuilt.update((key, _walk(value, visit, kind)) for key, value in obj.items())
+        return rebuilt
+    if isinstance(obj, tuple) and hasattr(obj, '_fields'):
+        return type(obj)(*(_walk(item, visit, kind) for item in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_walk(item, visit, kind) for item in obj)
+    return obj
