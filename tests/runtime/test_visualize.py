@@ -1,0 +1,159 @@
+"""`python -m gt.scripts.visualize`: a PNG timeline and a Chrome trace from the instruction
+log of a real run (2 clients, one of them sharding over both of 2 workers), a time window
+over several logs given as a glob, clear errors for a missing or an empty log, and how a
+hand-written log's events are paired into runs, fetches and flows."""
+
+import json
+import subprocess
+import sys
+import time
+
+import matplotlib.image
+import pytest
+from gt_test_support import Cluster, finish_script, start_script
+
+from gt.scripts.timeline import figure_size
+from gt.scripts.visualize import load_trace
+
+CLIENT = """
+import contextlib, gt
+from gt import ShardConfig, SignalConfig
+gt.connect({address!r})
+gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+gt.manual_seed({seed})
+with gt.signal.context('pair') if {shard} else contextlib.nullcontext():
+    x = gt.randn(64, 32)
+w = gt.randn(32, 8, requires_grad=True)
+for _ in range(3):
+    loss = (x @ w).relu().sum()
+    loss.backward()
+    with gt.no_grad():
+        w -= 0.01 * w.grad
+    w.grad = None
+    loss.item()
+"""
+
+# Two fragments of one session on one worker, as the dispatcher writes them: the runs are
+# reported after the sends (and out of time order), the fetch is answered last.
+SAMPLE = """\
+[TAPE 0.001s] WORKER_JOIN  | worker0         | Register  | worker=0 name=w device=cpu host=h
+[TAPE 0.010s] CONNECT      | h:1             | Hello     | session=1 home=w0
+[TAPE 0.020s] RECV         | h:1             | Submit    | session=1 base=0 ops=3 kinds=scalar:2,matmul:1 fetch=0 releases=0 bytes=0
+[TAPE 0.020s] WORKER_SEND  | worker0         | RunProgram | session=1 worker=0 program=0 ops=3 fetch=0 releases=0 bytes=0 first=True
+[TAPE 0.030s] RECV         | h:1             | Submit    | session=1 base=3 ops=1 kinds=relu:1 fetch=1 releases=0 bytes=4096
+[TAPE 0.030s] WORKER_SEND  | worker0         | RunProgram | session=1 worker=0 program=1 ops=1 fetch=1 releases=0 bytes=4096 first=True
+[TAPE 0.021s] WORKER_START | worker0         | Program   | session=1 worker=0 program=0 ops=3 kinds=scalar:2,matmul:1
+[TAPE 0.025s] WORKER_END   | worker0         | Program   | session=1 worker=0 program=0 ops=3 kinds=scalar:2,matmul:1 seconds=0.0042 compiled=False
+[TAPE 0.031s] WORKER_START | worker0         | Program   | session=1 worker=0 program=1 ops=1 kinds=relu:1
+[TAPE 0.032s] WORKER_END   | worker0         | Program   | session=1 worker=0 program=1 ops=1 kinds=relu:1 seconds=0.0005 compiled=False
+[TAPE 0.033s] WORKER_RECV  | worker0         | Fetched   | worker=0 request=1 success=True errors=0 bytes=4
+[TAPE 0.033s] SEND         | h:1             | Fetched   | session=1 tensors=1 success=True errors=0 bytes=8
+[TAPE 0.040s] DISCONNECT   | h:1             | Goodbye   | session=1 reason=goodbye ops=4
+"""  # noqa: E501  (log lines)
+
+
+def visualize(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'gt.scripts.visualize', *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope='module')
+def run_log(tmp_path_factory):
+    """The instruction log of 2 clients on 2 workers, one sharding over both."""
+    folder = tmp_path_factory.mktemp('visualize')
+    log = folder / 'ops_run.log'
+    cluster = Cluster(workers=2, env={'GT_INSTRUCTION_LOG': str(log)})
+    try:
+        cluster.wait_ready()
+        clients = [start_script(CLIENT.format(address=cluster.address, seed=seed, shard=shard))
+                   for seed, shard in ((1, True), (2, False))]
+        results = [finish_script(client) for client in clients]
+        assert all(r.returncode == 0 for r in results), [r.explain() for r in results]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and log.read_text().count('| Goodbye') < 3:
+            time.sleep(0.1)  # the probe's and both clients' goodbyes: the log is complete
+    finally:
+        cluster.stop()
+    return log
+
+
+@pytest.mark.time_limit(60)
+def test_png_and_chrome_trace_of_a_real_run(run_log, tmp_path):
+    png, chrome = tmp_path / 'timeline.png', tmp_path / 'trace.json'
+    result = visualize(str(run_log), '--output', str(png), '--dpi', '80', '--chrome',
+                       str(chrome))
+    assert result.returncode == 0, result.stderr
+    assert f'wrote {png}' in result.stdout and f'wrote {chrome}' in result.stdout
+
+    trace = load_trace([str(run_log)])
+    groups = [lane.group for lane in trace.lanes]
+    assert groups == ['client'] * 3 + ['dispatcher'] + ['worker'] * 2  # the probe, 2 scripts
+    assert {run.lane for run in trace.runs} == {'worker:0', 'worker:1'}
+    width, height = figure_size(trace)
+    image = matplotlib.image.imread(str(png))
+    assert image.shape[:2] == (round(height * 80), round(width * 80))
+    assert len({tuple(pixel) for pixel in image[::7, ::7].reshape(-1, image.shape[2])}) > 20
+
+    events = json.loads(chrome.read_text())['traceEvents']
+    assert all({'ph', 'ts', 'pid', 'tid', 'name'} <= event.keys() for event in events)
+    tracks = {(e['pid'], e['tid']): e['args']['name'] for e in events
+              if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert sorted(tracks.values()) == sorted(lane.label for lane in trace.lanes)
+    timed = [e for e in events if e['ph'] != 'M']
+    assert {(e['pid'], e['tid']) for e in timed} <= tracks.keys()
+    assert [e['ts'] for e in timed] == sorted(e['ts'] for e in timed) and timed[0]['ts'] >= 0
+    runs = [e for e in timed if e['ph'] == 'X' and e['cat'] == 'program']
+    assert len(runs) == len(trace.runs) and all(e['dur'] >= 0 for e in runs)
+    assert {tracks[e['pid'], e['tid']] for e in runs} == {lane.label for lane in trace.lanes
+                                                          if lane.group == 'worker'}
+    kinds = {e['name'].split()[0] for e in timed if e['ph'] == 'i'}
+    assert {'CONNECT', 'RECV', 'WORKER_SEND', 'WORKER_RECV', 'SEND', 'DISCONNECT'} <= kinds
+
+
+def test_a_window_over_a_glob_of_logs(run_log, tmp_path):
+    lines = run_log.read_text().splitlines(keepends=True)
+    for index, part in enumerate((lines[:len(lines) // 2], lines[len(lines) // 2:])):
+        (tmp_path / f'trace_{index}.log').write_text(''.join(part))
+    times = [run.start for run in load_trace([str(run_log)]).runs]
+    start, end = times[len(times) // 3], times[2 * len(times) // 3]
+    chrome = tmp_path / 'window.json'
+    result = visualize(str(tmp_path / 'trace_*.log'), '--chrome', str(chrome), '--start',
+                       str(start), '--end', str(end))
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / 'timeline.png').exists()  # --chrome alone draws no picture
+    timed = [e for e in json.loads(chrome.read_text())['traceEvents'] if e['ph'] != 'M']
+    assert timed and all(e['ts'] <= end * 1e6 + 1 and e['ts'] + e.get('dur', 0) >= start * 1e6 - 1
+                         for e in timed)
+    assert {e['ph'] for e in timed} == {'i', 'X'}
+
+
+def test_missing_and_empty_logs_say_so(tmp_path):
+    missing = visualize(str(tmp_path / 'nowhere.log'), '--output', str(tmp_path / 'x.png'))
+    assert missing.returncode != 0
+    assert 'no such log file' in missing.stderr and 'Traceback' not in missing.stderr
+    empty = tmp_path / 'empty.log'
+    empty.write_text('not a log line\n')
+    result = visualize(str(empty), '--output', str(tmp_path / 'x.png'))
+    assert result.returncode != 0 and 'Traceback' not in result.stderr
+    assert 'no instruction-log events' in result.stderr and str(empty) in result.stderr
+    assert not (tmp_path / 'x.png').exists()
+
+
+def test_runs_fetches_and_flows_from_a_hand_written_log(tmp_path):
+    log = tmp_path / 'sample.log'
+    log.write_text(SAMPLE)
+    trace = load_trace([str(log)])
+    assert [lane.key for lane in trace.lanes] == ['client:h:1', 'dispatcher', 'worker:0']
+    assert [(run.name, run.op, run.start) for run in trace.runs] == [
+        ('p0', 'matmul', 0.021), ('p1', 'relu', 0.031)]
+    assert trace.runs[0].end == pytest.approx(0.0252)  # the worker's own duration
+    (fetch,) = trace.fetches
+    assert (fetch.name, fetch.start, fetch.end, fetch.op) == ('s1:b3', 0.03, 0.033, 'relu')
+    flows = {(e.kind, e.fields.get('program')): e.flow for e in trace.events}
+    recv_flows = [e.flow for e in trace.events if e.kind == 'RECV']
+    assert flows['WORKER_SEND', '0'] == trace.runs[0].flow == recv_flows[0]
+    assert flows['WORKER_SEND', '1'] == flows['WORKER_RECV', None] == flows['SEND', None] \
+        == trace.runs[1].flow == fetch.flow == recv_flows[1]
+    sends = [e for e in trace.events if e.kind == 'WORKER_SEND']
+    assert [(e.op, e.target) for e in sends] == [('matmul', 0.021), ('relu', 0.031)]
+    assert trace.window(0.029, 0.031).runs == [trace.runs[1]]
