@@ -123,6 +123,9 @@ class Optimizer:
             groups.append(packed)
         state = {}
         for param, entries in self.state.items():
+            if not isinstance(param, Tensor):  # state of the optimizer's own, kept as it is
+                state[param] = entries
+                continue
             state[indices[id(param)]] = {
                 key: _step_tensor(value) if key == 'step' and not isinstance(value, Tensor)
                 else value for key, value in entries.items()}
@@ -143,13 +146,17 @@ class Optimizer:
         by_index = {index: param for saved, group in zip(saved_groups, self.param_groups)
                     for index, param in zip(saved['params'], group['params'])}
         # torch keeps state it cannot place; GT refuses it, as it could never be used.
-        unknown = [index for index in state_dict['state'] if index not in by_index]
+        unknown = [index for index in state_dict['state']
+                   if isinstance(index, int) and index not in by_index]
         if unknown:
             raise ValueError(f'loaded state dict has state for parameter(s) {unknown}, which '
                              f'no parameter group lists (groups list {sorted(by_index)})')
         steps = _step_counts(state_dict['state'])
         state: defaultdict[Tensor, dict] = defaultdict(dict)
         for index, entries in state_dict['state'].items():
+            if index not in by_index:  # not a parameter's: the optimizer's own, kept
+                state[index] = entries
+                continue
             param = by_index[index]
             state[param] = {key: steps[index] if key == 'step' else _cast(value, param)
                             for key, value in entries.items()}
@@ -193,7 +200,8 @@ def _cast(value: Any, param: Tensor) -> Any:
 def _step_counts(state: dict) -> dict:
     """Each parameter's step count as a Python number again (GT sends numbers as literals);
     counts loaded as GT tensors are fetched together, in one round trip."""
-    counts = {index: entries['step'] for index, entries in state.items() if 'step' in entries}
+    counts = {index: entries['step'] for index, entries in state.items()
+              if isinstance(entries, dict) and 'step' in entries}
     tensors = {index: count for index, count in counts.items() if isinstance(count, Tensor)}
     if tensors:
         fetched = connection.current().fetch([count._id for count in tensors.values()])

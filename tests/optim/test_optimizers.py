@@ -116,6 +116,18 @@ def test_load_state_dict_errors():
         optimizer.load_state_dict(state)
 
 
+def test_state_that_is_not_a_parameters_round_trips_as_in_torch():
+    mine, theirs = models()
+    for optimizer in (optim.SGD(mine.parameters(), momentum=0.9),
+                      torch.optim.SGD(theirs.parameters(), momentum=0.9)):
+        optimizer.state['restarts'] = 3
+        state = optimizer.state_dict()
+        assert state['state'] == {'restarts': 3}
+        optimizer.state.clear()
+        optimizer.load_state_dict(state)
+        assert optimizer.state['restarts'] == 3
+
+
 def test_loaded_state_takes_the_parameters_dtype_and_step_counts_are_numbers():
     mine, _ = models()
     optimizer = optim.Adam(mine.parameters())
