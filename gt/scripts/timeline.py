@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
@@ -30,7 +31,7 @@ FLOW_KINDS = ('RECV', 'WORKER_SEND', 'WORKER_RECV', 'SEND')
 OP_COLOURS = [c for i, c in enumerate(plt.get_cmap('tab10').colors) if i != 7]  # not grey
 MESSAGE_COLOURS = {'Hello': '#222222', 'Register': '#5a5a5a', 'Heartbeat': '#7a7a7a',
                    'Goodbye': '#a0a0a0', 'Stats': '#cfcfcf', 'Fetched': '#ffffff',
-                   'Submit': '#e8e8e8', 'RunProgram': '#e8e8e8'}  # only releases
+                   'Submit': '#e8e8e8', 'RunProgram': '#e8e8e8'}  # releases only
 OTHER = '#b0b0b0'
 SIZES = (0, 1 << 10, 1 << 20, 100 << 20)  # bytes shown in the size legend
 MAX_FLOWS = 60  # fragments drawn with arrows; past this, an even sample
@@ -167,8 +168,8 @@ def _draw(ax, trace: Trace, layout: Layout) -> None:
     height = 0.5 / max(1, sum(group == 'client' for group in layout.groups.values()))
     for fetch in trace.fetches:
         ax.barh(layout.fetch_rows[fetch.flow], fetch.end - fetch.start, left=fetch.start,
-                height=height, color=layout.colours.get(fetch.op, OTHER), alpha=0.45,
-                edgecolor='0.3', linewidth=0.4, zorder=2)
+                height=height, color=to_rgba(layout.colours.get(fetch.op, OTHER), 0.45),
+                edgecolor='0.25', linewidth=0.5, zorder=2)
     for kind, (marker, _) in MARKERS.items():
         chosen = [e for e in trace.events if e.kind == kind]
         if chosen:
@@ -294,7 +295,7 @@ def _legend(trace: Trace, colours: dict) -> list:
     if OTHER in colours.values():
         handles.append(Patch(color=OTHER, label='other ops'))
     messages = {e.message for e in trace.events if not e.op}
-    handles += [dot(f'{message} (only releases)' if message in ('Submit', 'RunProgram') else
+    handles += [dot(f'{message} (no ops known)' if message in ('Submit', 'RunProgram') else
                     f'{message} (no ops)', marker='o', markerfacecolor=colour)
                 for message, colour in MESSAGE_COLOURS.items() if message in messages]
     handles.append(header('marker, by event:'))
@@ -306,7 +307,8 @@ def _legend(trace: Trace, colours: dict) -> list:
                     markersize=math.sqrt(marker_area(size))) for size in SIZES]
     handles.append(header('bars and arrows:'))
     handles.append(Patch(color='0.5', label='program run (worker)'))
-    handles.append(Patch(color='0.5', alpha=0.45, label='fetch in flight (dispatcher)'))
+    handles.append(Patch(facecolor=to_rgba('0.5', 0.45), edgecolor='0.25',
+                         label='fetch in flight (dispatcher)'))
     handles.append(Line2D([], [], color='0.3', lw=0.8, marker='>', markersize=4,
                           label='message flow'))
     return handles
@@ -314,7 +316,8 @@ def _legend(trace: Trace, colours: dict) -> list:
 
 def _millis(seconds: float) -> str:
     """A fetch's time: the log stamps milliseconds, so no decimals pretend more."""
-    return f'{seconds * 1000:.0f} ms' if seconds >= 0.001 else '<1 ms'
+    millis = round(seconds * 1000)
+    return f'{millis} ms' if millis else '<1 ms'
 
 
 def _count(number: int, noun: str) -> str:

@@ -93,6 +93,9 @@ def expand(paths: list[str]) -> list[str]:
         if not matches:
             raise SystemExit(f'visualize: no file matches {path!r}')
         for match in matches:
+            if os.path.isdir(match):
+                raise SystemExit(f'visualize: {match} is a folder; name its logs '
+                                 f'({os.path.join(match, "trace_*.log")}, say)')
             if not os.path.isfile(match):
                 raise SystemExit(f'visualize: no such log file: {match}')
             found.append(match)
@@ -131,7 +134,7 @@ def link(parsed: list, lanes: dict, flows, events: list, runs: list, fetches: li
     A RECV starts its session's flow; the WORKER_SENDs that follow belong to it, as do
     their runs (paired in order by session, worker and program), the workers' replies
     (each worker answers its fetches in order) and the SEND back to the client."""
-    flow_of_session: dict[str, int] = {}
+    recv_of_session: dict[str, Event] = {}  # the latest, whose flow is under way
     open_fetch: dict[str, Event] = {}
     fetch_flows: dict[str, deque] = defaultdict(deque)  # worker lane -> flows awaiting
     sends: dict[tuple, deque] = defaultdict(deque)  # (session, worker, program) -> sends
@@ -144,11 +147,14 @@ def link(parsed: list, lanes: dict, flows, events: list, runs: list, fetches: li
         event = Event(seconds, kind, peer, message, fields, lane)
         if kind == 'RECV':
             event = replace(event, op=first_op(fields.get('kinds')), flow=next(flows))
-            flow_of_session[session] = event.flow
+            recv_of_session[session] = event
             if fields.get('fetch', '0') != '0':
                 open_fetch[session] = event
-        elif kind == 'WORKER_SEND':
-            event = replace(event, flow=flow_of_session.get(session))
+        elif kind == 'WORKER_SEND':  # its run, when reported, says which op it is
+            recv = recv_of_session.get(session)
+            if recv is not None:
+                event = replace(event, flow=recv.flow,
+                                op=recv.op if fields.get('ops') != '0' else None)
             if fields.get('fetch', '0') != '0':
                 fetch_flows[lane].append(event.flow)
             sends[(session, lane, fields.get('program'))].append(len(events))
@@ -156,7 +162,8 @@ def link(parsed: list, lanes: dict, flows, events: list, runs: list, fetches: li
             event = replace(event, flow=fetch_flows[lane].popleft() if fetch_flows[lane]
                             else None)
         elif kind == 'SEND':
-            event = replace(event, flow=flow_of_session.get(session))
+            event = replace(event, flow=recv_of_session[session].flow
+                            if session in recv_of_session else None)
             asked = open_fetch.pop(session, None)
             if asked is not None:
                 fetches.append(Interval(asked.seconds, seconds, DISPATCHER,
@@ -215,9 +222,12 @@ def visualize(paths: list[str], output: str | None = None, chrome: str | None = 
               keep_gaps: bool = False) -> Trace:
     """Read the logs and write the timeline PNG and/or the Chrome trace; returns the trace
     drawn. matplotlib is imported only when a picture is asked for."""
-    trace = load_trace(paths).window(start, end)
+    whole = load_trace(paths)
+    trace = whole.window(start, end)
     if not trace.events and not trace.runs:
-        raise SystemExit(f'visualize: no events between {start} and {end} s')
+        times = whole.times()
+        raise SystemExit(f'visualize: no events between --start {start} and --end {end}; the '
+                         f'log runs from {times[0]:.3f} to {times[-1]:.3f} s')
     if output:
         from gt.scripts.timeline import draw_timeline
 
