@@ -1,11 +1,25 @@
-"""The model behind `python -m gt.scripts.top`: its rates and shares from synthetic stats
-messages."""
+"""`python -m gt.scripts.top`: the model's rates and shares from synthetic stats messages,
+a rendered frame, and the real thing in a pseudo-terminal: two clients on two workers shown,
+`q` quits, and it ends by itself when the dispatcher goes away (one found by port, one
+auto-started and found through the registry)."""
 
 import math
+import os
+import re
+import socket
+import sys
+import time
 
+import pexpect
 import pytest
+from gt_test_support import kill_group, read_line, start_script
+from rich.console import Console
 
+from gt.scripts.top import COLOURS, OTHER_COLOUR, pick_colours, render
 from gt.scripts.top_model import Model, human_bytes, smooth
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ANSI = re.compile(r'\x1b(\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])')
 
 
 # ---- the model --------------------------------------------------------------------------------
@@ -121,3 +135,172 @@ def test_ops_that_stop_running_fade_out_of_the_mix():
                            [session(1, 100 * step, {0: 0.25 * step})]))
     assert model.workers[0].mix == pytest.approx({'sum': 1.0}, abs=1e-3)
     assert set(model.workers[0].mix) == {'sum'}
+
+
+def test_an_op_keeps_its_colour_while_it_stays_on_top():
+    colours: dict[str, str] = {}
+    first = pick_colours(['matmul', 'add'], colours)
+    assert first == {'matmul': COLOURS[0], 'add': COLOURS[1]}
+    again = pick_colours(['add', 'relu', 'matmul'], colours)
+    assert again['add'] == COLOURS[1] and again['matmul'] == COLOURS[0]
+    assert again['relu'] not in (COLOURS[0], COLOURS[1])
+    many = pick_colours([f'op{i}' for i in range(len(COLOURS))], colours)
+    assert sorted(many.values()) == sorted(COLOURS) and OTHER_COLOUR not in COLOURS
+
+
+def test_a_frame_shows_workers_sessions_and_the_header():
+    model = Model()
+    steady(model, 40)
+    console = Console(width=120, record=True, color_system=None, file=open(os.devnull, 'w'))
+    console.print(render(model, 'tcp://127.0.0.1:1234 (pid 9)', 0.0, {}))
+    frame = console.export_text()
+    assert 'dispatcher tcp://127.0.0.1:1234 (pid 9)  clients 2  workers 2/2  up 0:00:19' in frame
+    rows = {line.split()[0]: line.split() for line in frame.splitlines() if line.strip()}
+    assert rows['worker0'][4:] == ['50%', '50%', '1.0', 'MiB', '2']
+    assert rows['worker0'][3].count('█') == 18  # half of the bar's 36 cells
+    assert rows['worker1'][4:] == ['-', '-', '-', '-']
+    assert rows['1'][1:] == ['box:101', '3900', '200', '30%', '-', '6.0', 'KiB', '3']
+    assert rows['2'][1:] == ['box:102', '1950', '100', '20%', '-', '0', 'B', '3']
+    assert '█ matmul' in frame and '█ add' in frame
+    empty = Console(width=120, record=True, file=open(os.devnull, 'w'))
+    empty.print(render(Model(), 'x', 5.0, {}))
+    text = empty.export_text()
+    assert 'waiting for stats' in text and 'no stats for 5 s' in text
+    assert 'no client sessions' in text
+
+
+# ---- the real thing ---------------------------------------------------------------------------
+CLIENT = """
+import os, sys, gt
+gt.connect({address!r})
+if {shard}:
+    gt.register_config('pair', gt.SignalConfig(shard=gt.ShardConfig(axis=0, workers=[0, 1])))
+    with gt.signal.context('pair'):
+        x = gt.randn(256, 128)
+else:
+    x = gt.randn(128, 128)
+w = gt.randn(128, 128)
+(x @ w).sum().item()
+print('ready', flush=True)
+while not os.path.exists({stop!r}):
+    (x @ w).relu().sum().item()
+"""
+
+
+def wait_ready(client) -> None:
+    line = read_line(client, 60)
+    if line.strip() != 'ready':
+        kill_group(client)
+        pytest.fail(f'the client printed {line!r}:\n{client.communicate(timeout=5)}')
+
+
+def spawn_top(*args: str, env: dict | None = None) -> pexpect.spawn:
+    full_env = {**os.environ, 'TERM': 'xterm-256color', **(env or {})}
+    return pexpect.spawn(sys.executable, ['-m', 'gt.scripts.top', *args], cwd=ROOT,
+                         env=full_env, dimensions=(40, 120), encoding='utf-8', timeout=30)
+
+
+def frames(output: str) -> list[str]:
+    """The screens drawn so far, ANSI stripped (rich homes the cursor before each)."""
+    return [ANSI.sub('', frame) for frame in output.split('\x1b[H')]
+
+
+def wait_for_screen(top: pexpect.spawn, wanted: list[str], seconds: float) -> str:
+    """Read until one frame matches every pattern in `wanted`; that frame."""
+    output, deadline = '', time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            output += top.read_nonblocking(1 << 16, timeout=0.5)
+        except pexpect.TIMEOUT:
+            continue
+        shown = [frame for frame in frames(output)
+                 if all(re.search(pattern, frame) for pattern in wanted)]
+        if shown:
+            return shown[-1]
+    pytest.fail(f'no frame showed {wanted} in {seconds} s; the last:\n{frames(output)[-1]}')
+
+
+def expect_exit(top: pexpect.spawn, seconds: float) -> str:
+    started = time.monotonic()
+    if top.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=seconds) == 1:
+        pytest.fail(f'top still runs after {seconds} s; its last output:\n'
+                    + '\n'.join(frames(top.before)[-2:]))
+    print(f'top exited {time.monotonic() - started:.2f} s later')
+    top.close()
+    assert top.exitstatus == 0, (top.exitstatus, top.signalstatus, top.before)
+    assert '\x1b[?1049l' in top.before  # left the alternate screen: the terminal is back
+    return ANSI.sub('', top.before)
+
+
+@pytest.mark.time_limit(90)
+def test_top_shows_two_clients_on_two_workers_and_quits_on_q(start_cluster, tmp_path):
+    cluster = start_cluster(workers=2)
+    stop = str(tmp_path / 'stop')
+    clients = [start_script(CLIENT.format(address=cluster.address, shard=shard, stop=stop))
+               for shard in (True, False)]
+    top = None
+    try:
+        for client in clients:
+            wait_ready(client)
+        top = spawn_top('--port', str(cluster.port))
+        # Both workers with a busy figure (two reports seen), both clients with a rate.
+        labels = [f' {socket.gethostname()}:{client.pid} +\\d+ +\\d+ ' for client in clients]
+        frame = wait_for_screen(top, [r'worker0 .* \d+% ', r'worker1 .* \d+% ', *labels], 30)
+        print('\n'.join(line.rstrip() for line in frame.splitlines()).strip('\n'))  # for -s
+        top.send('q')
+        expect_exit(top, 10)
+    finally:
+        open(stop, 'w').close()
+        if top is not None and top.isalive():
+            top.terminate(force=True)
+        for client in clients:
+            try:
+                client.wait(10)
+            except Exception:
+                kill_group(client)
+    assert [client.returncode for client in clients] == [0, 0]
+
+
+@pytest.mark.time_limit(60)
+def test_top_ends_when_the_dispatcher_it_watches_stops(start_cluster):
+    cluster = start_cluster(workers=0, wait=False)
+    cluster.wait_answering()
+    top = spawn_top('--port', str(cluster.port))
+    try:
+        wait_for_screen(top, ['clients 0  workers 0/0  up '], 30)
+        cluster.server.terminate()
+        cluster.server.wait(10)
+        assert 'the dispatcher at' in expect_exit(top, 15).split('went away')[0]
+    finally:
+        if top.isalive():
+            top.terminate(force=True)
+
+
+@pytest.mark.time_limit(90)
+def test_top_finds_an_auto_started_dispatcher_and_ends_with_it(tmp_path):
+    registry = {'XDG_RUNTIME_DIR': str(tmp_path)}  # this test's dispatchers only
+    stop = str(tmp_path / 'stop')
+    client = start_script(f"""
+        import os, gt
+        x = gt.randn(64, 64)
+        (x @ x).sum().item()
+        print('ready', flush=True)
+        while not os.path.exists({stop!r}):
+            (x @ x).sum().item()
+    """, env=registry)
+    top = None
+    try:
+        wait_ready(client)
+        top = spawn_top(env=registry)
+        wait_for_screen(top, ['worker0', f'{socket.gethostname()}:{client.pid}',
+                              r'dispatcher ipc://\S+ \(pid \d+\)'], 30)
+        open(stop, 'w').close()  # the script ends, and its dispatcher with it
+        assert 'went away' in expect_exit(top, 15)
+    finally:
+        open(stop, 'w').close()
+        if top is not None and top.isalive():
+            top.terminate(force=True)
+        try:
+            client.wait(10)
+        except Exception:
+            kill_group(client)
