@@ -8,7 +8,7 @@ import os as _os
 
 import torch as _torch
 
-from gt import config, debug, fft, linalg, nn, signal, special
+from gt import config, debug, fft, linalg, nn, optim, signal, special
 from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
@@ -49,10 +49,11 @@ from gt.functional import (
     tanh,
     where,
 )
-from gt.runtime.client import WorkerError
+from gt.runtime.client import OutOfMemoryError, WorkerError
 from gt.runtime.client import connect as _connect
 from gt.runtime.client import current as _current
 from gt.runtime.client import set_auto_workers as gpu_workers
+from gt.serialization import load, save
 from gt.tensor import Tensor
 
 bool = _torch.bool
@@ -63,9 +64,10 @@ float32, float64 = _torch.float32, _torch.float64
 half, float, double, long, int = float16, float32, float64, int64, int32
 
 
-def connect(address: str) -> None:
-    """Send this script's work to the GT server at `address`, e.g. 'localhost:12345'."""
-    _connect(address)
+def connect(address: str, token: str | None = None) -> None:
+    """Send this script's work to the GT server at `address`, e.g. 'localhost:12345';
+    `token` is the server's shared secret when it has one (default: $GT_TOKEN)."""
+    _connect(address, token)
 
 
 def is_tensor(obj) -> bool:
@@ -82,10 +84,11 @@ __all__ = [
     'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
-    'debug', 'WorkerError', 'linalg', 'special', 'fft', 'cat', 'stack', 'where', 'matmul',
-    'relu', 'sigmoid', 'tanh', 'exp',
+    'debug', 'WorkerError', 'OutOfMemoryError', 'linalg', 'special', 'fft', 'cat', 'stack',
+    'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
-    'argmin', 'nn', 'config', 'load_config', 'register_config', 'SignalConfig', 'ShardConfig',
+    'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
+    'SignalConfig', 'ShardConfig',
 ]
 
 _torch_function = _namespace('torch', globals())

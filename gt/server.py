@@ -1,10 +1,18 @@
-"""`python -m gt.server -p PORT`: run a GT dispatcher that clients and workers connect to."""
+"""`python -m gt.server -p PORT`: run a GT dispatcher that clients and workers connect to.
+
+Bound beyond loopback, it needs a shared secret (`--token`, or GT_TOKEN; clients and
+workers set GT_TOKEN to the same) unless `--insecure` says anyone who can reach it may
+use it.
+"""
 
 import argparse
+import os
+import re
 
 import zmq
 
 from gt.runtime.dispatcher import Dispatcher
+from gt.runtime.peers import Limits
 from gt.runtime.transport import (
     exit_with_parent,
     local_socket_path,
@@ -21,9 +29,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--endpoint', help='a ZeroMQ endpoint to bind instead of host:port')
     parser.add_argument('--log', metavar='PATH',
                         help='write the instruction log here (as GT_INSTRUCTION_LOG does)')
+    parser.add_argument('--token', default=os.environ.get('GT_TOKEN') or None,
+                        help='a shared secret clients and workers must present (GT_TOKEN)')
+    parser.add_argument('--insecure', action='store_true',
+                        help='listen beyond loopback without a token')
+    parser.add_argument('--max-message-bytes', type=_size,
+                        default=_size(os.environ.get('GT_MAX_MESSAGE_BYTES', '0')),
+                        help='refuse larger messages unread, e.g. 2G (GT_MAX_MESSAGE_BYTES; '
+                        'default: no bound)')
+    parser.add_argument('--session-memory-limit', type=_size,
+                        default=_size(os.environ.get('GT_SESSION_MEMORY_LIMIT', '0')),
+                        help='bytes one session may hold over all workers, e.g. 8G '
+                        '(GT_SESSION_MEMORY_LIMIT; default: no limit)')
     parser.add_argument('--runtime-dir', help=argparse.SUPPRESS)
     parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    public = args.endpoint is None and args.host not in LOOPBACK or (
+        args.endpoint is not None and args.endpoint.startswith('tcp://')
+        and args.endpoint[len('tcp://'):].rsplit(':', 1)[0] not in LOOPBACK)
+    if public and not args.token and not args.insecure:
+        parser.exit(2, f'gt.server: refusing to listen on {args.endpoint or args.host} without '
+                    'a token: anyone who can reach it could run code on your workers and read '
+                    'other users\' tensors. Pass --token SECRET (clients and workers set '
+                    'GT_TOKEN=SECRET), or --insecure if the network is yours alone.\n')
+    limits = Limits(args.token, args.max_message_bytes, args.session_memory_limit or None)
     terminate_on_sigterm()
     if args.exit_with_parent:
         exit_with_parent(args.exit_with_parent)
@@ -34,11 +63,24 @@ def main(argv: list[str] | None = None) -> None:
         endpoints = [f'tcp://{args.host}:{args.port}', f'ipc://{local_socket_path(args.port)}']
     try:
         dispatcher = Dispatcher(endpoints, runtime_dir=args.runtime_dir, log_path=args.log,
-                                monitor_host=args.host if not args.endpoint else '127.0.0.1')
+                                monitor_host=args.host if not args.endpoint else '127.0.0.1',
+                                limits=limits)
     except zmq.ZMQError as error:
         raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None
     serve_until_stopped(dispatcher.serve_forever,
                         f'gt.server: listening on {", ".join(endpoints)}')
+
+
+LOOPBACK = ('127.0.0.1', 'localhost', '::1', '[::1]')
+UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
+
+
+def _size(text: str) -> int:
+    """`4096`, `512M`, `8G` (binary units; a trailing B or iB is allowed) as bytes."""
+    match = re.fullmatch(r'\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*', str(text), re.I)
+    if match is None:
+        raise argparse.ArgumentTypeError(f'not a size: {text!r} (try 4096, 512M or 8G)')
+    return int(float(match[1]) * UNITS[match[2].upper()])
 
 
 if __name__ == '__main__':

@@ -23,8 +23,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--threads', type=int, help='torch threads for this worker (default: '
                         '$GT_WORKER_THREADS, else torch\'s choice); with several CPU workers '
                         'on one host, give each a share of its cores')
+    parser.add_argument('--token', help="the dispatcher's shared secret (default: $GT_TOKEN)")
     parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.token:
+        os.environ['GT_TOKEN'] = args.token
     if args.threads is not None:
         if args.threads < 1:
             parser.error(f'--threads must be at least 1, got {args.threads}')

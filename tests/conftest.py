@@ -123,7 +123,7 @@ class Cluster:
     """A real `python -m gt.server` and `python -m gt.worker` processes on a loopback port."""
 
     def __init__(self, workers: int = 2, backend: str = 'torch', env: dict | None = None,
-                 log_dir: str | None = None):
+                 log_dir: str | None = None, server_args: list[str] | None = None):
         self.port = free_port()
         self.address = f'localhost:{self.port}'
         self.endpoint = f'tcp://127.0.0.1:{self.port}'
@@ -134,6 +134,7 @@ class Cluster:
         self.env.setdefault('GT_SESSION_TIMEOUT', '5')  # so tests can watch sessions expire
         self.env.update(env or {})
         self.guard = ['--exit-with-parent', str(os.getpid())]
+        self.server_args = server_args or []
         self.server = self.start_server()
         self.workers = [
             self._start(f'worker{index}', ['gt.worker', '--host', 'localhost', '-p',
@@ -143,7 +144,8 @@ class Cluster:
 
     def start_server(self, log_name: str = 'server') -> subprocess.Popen:
         """Start a dispatcher on this cluster's port (again, after a test killed it)."""
-        return self._start(log_name, ['gt.server', '-p', str(self.port), *self.guard])
+        return self._start(log_name, ['gt.server', '-p', str(self.port), *self.server_args,
+                                      *self.guard])
 
     def _start(self, name: str, args: list[str]) -> subprocess.Popen:
         log = open(os.path.join(self.log_dir, f'{name}.log'), 'w')
@@ -172,7 +174,7 @@ class Cluster:
         wanted = len(self.workers) if workers is None else workers
         probe = dealer(self.endpoint)
         try:
-            send(probe, Hello('tests:wait_ready', wanted, ''))
+            send(probe, Hello('tests:wait_ready', wanted, '', self.env.get('GT_TOKEN', '')))
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 for process in self.processes:

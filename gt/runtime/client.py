@@ -41,6 +41,7 @@ from gt.runtime.protocol import (
     StatsRequest,
     Submit,
     Welcome,
+    encode,
 )
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
@@ -63,6 +64,15 @@ class WorkerError(RuntimeError):
     """An op failed on a worker; the message names the op and where it was recorded."""
 
 
+class OutOfMemoryError(WorkerError):
+    """A session went past its memory limit on the server, or a worker could not allocate
+    what an op needed; the session and the workers go on."""
+
+
+OUT_OF_MEMORY = ('OutOfMemory', 'out of memory', "can't allocate memory", 'MemoryError',
+                 'not enough memory')
+
+
 class PendingFragment:
     __slots__ = ('base', 'records', 'externals', 'external_index', 'dropped', 'data',
                  'data_headers', 'literals', 'locations')
@@ -81,7 +91,7 @@ class PendingFragment:
 
 class Client:
     def __init__(self, endpoint: str, wait_for_workers: int = 1,
-                 server: LocalServer | None = None):
+                 server: LocalServer | None = None, token: str | None = None):
         # Move everything imported so far (torch's many objects) out of the collector's
         # sight: otherwise each full collection scans them all, a pause of tens of ms.
         gc.freeze()
@@ -100,7 +110,7 @@ class Client:
         self.probe = shared_memory.make_probe() if shared_memory.available() else ''
         try:
             send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers,
-                                    self.probe))
+                                    self.probe, token or os.environ.get('GT_TOKEN', '')))
             welcome, _ = self._wait(Welcome, startup=True)
         except BaseException:
             self.socket.close(linger=0)
@@ -108,6 +118,7 @@ class Client:
             raise
         self.session = welcome.session
         self.workers = welcome.workers
+        self.max_message_bytes = welcome.max_message_bytes
         diagnostics.verbose('client', f'connected to {endpoint} as session {self.session}; '
                             f'{len(self.workers)} worker(s): ' + ', '.join(
                                 f"{w['index']}: {w['device']} on {w['host']}"
@@ -219,12 +230,23 @@ class Client:
         elif not releases and not fetch:
             return self.next_request
         self._send_configs()
-        send(self.socket, Submit(structure, pending.base, pending.externals, pending.literals,
-                                 releases, list(fetch), self.next_request), frames)
+        message = Submit(structure, pending.base, pending.externals, pending.literals,
+                         releases, list(fetch), self.next_request)
+        if self.max_message_bytes:
+            self._check_size(message, frames)
+        send(self.socket, message, frames)
         diagnostics.debug('client', lambda: (
             f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
             f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
         return self.next_request
+
+    def _check_size(self, message: Submit, frames: list) -> None:
+        """The server drops larger messages unread: say so here, at the user's line."""
+        size = len(encode(message)) + sum(memoryview(f).nbytes for f in frames)
+        if size > self.max_message_bytes:
+            raise ValueError(f'this work is a {size:,}-byte message, over the server\'s bound '
+                             f'of {self.max_message_bytes:,} bytes (gt.server '
+                             '--max-message-bytes): send the data in smaller tensors')
 
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
         started = time.perf_counter()
@@ -307,7 +329,8 @@ class Client:
         base, location, op, message = errors[0]
         where = self._where(base, location)
         more = f' (and {len(errors) - 1} more)' if len(errors) > 1 else ''
-        raise WorkerError(f'{op} failed: {message}{where}{more}')
+        kind = OutOfMemoryError if any(m in str(message) for m in OUT_OF_MEMORY) else WorkerError
+        raise kind(f'{op} failed: {message}{where}{more}')
 
     def _where(self, base: int | None, location: int | None) -> str:
         for origin_base, locations, records in self.origins:
@@ -366,13 +389,14 @@ def current() -> Client:
     return _client
 
 
-def connect(address: str) -> Client:
-    """Use the GT server at `address` ('host:port' or a ZeroMQ endpoint)."""
+def connect(address: str, token: str | None = None) -> Client:
+    """Use the GT server at `address` ('host:port' or a ZeroMQ endpoint); `token` is its
+    shared secret (default: $GT_TOKEN)."""
     global _client
     if _client is not None:
         _client.close()
     _client = None
-    _client = Client(endpoint_for(address), wait_for_workers=1)
+    _client = Client(endpoint_for(address), wait_for_workers=1, token=token)
     return _client
 
 

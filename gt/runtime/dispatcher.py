@@ -7,10 +7,12 @@ one message; the client never waits for that. Fetches are the only round trips.
 
 import contextlib
 import gc
+import hmac
 import itertools
 import os
 import random
 import shutil
+import sys
 import time
 import traceback
 from collections import OrderedDict
@@ -18,15 +20,20 @@ from collections import OrderedDict
 import zmq
 
 from gt.ir import Replicate, format_graph
-from gt.ir.dtypes import TORCH_DTYPES
 from gt.ir.graphviz import graph_to_dot
-from gt.ir.placement import local_shape
-from gt.ir.type_rules import numel
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings, diagnostics
 from gt.runtime.events import Events, register_dispatcher
 from gt.runtime.fragment import FragmentError
-from gt.runtime.peers import PendingRequest, Session, WorkerHandle
+from gt.runtime.peers import (
+    Limits,
+    OutOfMemory,
+    PendingRequest,
+    Session,
+    WorkerHandle,
+    bytes_per_worker,
+    value_bytes,
+)
 from gt.runtime.planner import Plan, Planner, WorkerPlan
 from gt.runtime.protocol import (
     Configure,
@@ -61,16 +68,21 @@ LIVENESS_CHECK_SECONDS = 0.2
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 STATS_SECONDS = 0.5  # how often the monitor gets worker and session statistics
-DTYPE_SIZES = {name: dtype.itemsize for name, dtype in TORCH_DTYPES.items()}
 
 
 class Dispatcher:
     def __init__(self, endpoints: list[str], runtime_dir: str | None = None,
-                 log_path: str | None = None, monitor_host: str = '127.0.0.1'):
+                 log_path: str | None = None, monitor_host: str = '127.0.0.1',
+                 limits: Limits = Limits()):
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.limits = limits
+        if limits.max_message_bytes:
+            # libzmq drops a peer whose message would exceed this before buffering it whole.
+            self.socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
+        self.last_header: zmq.Frame | None = None  # for the address of a rejected peer
         self.endpoints = endpoints
         for endpoint in endpoints:
             self.socket.bind(endpoint)
@@ -134,6 +146,7 @@ class Dispatcher:
 
     def _receive(self) -> tuple:
         identity, header, *frames = self.socket.recv_multipart(copy=False)
+        self.last_header = header
         return identity.bytes, header.bytes, frames
 
     def _handle(self, identity: bytes, header: bytes, frames: list) -> None:
@@ -164,6 +177,8 @@ class Dispatcher:
     def hello(self, identity: bytes, message: Hello, frames: list) -> None:
         if not isinstance(message.wait_for_workers, int) or not isinstance(message.client, str):
             return self._send(identity, Refused('malformed hello'))
+        if not self._admitted(identity, message.token, f'client {message.client}'):
+            return
         self._end_session(identity)  # a second Hello starts over
         self.waiting_hellos.append((identity, message))
         self._welcome_waiting()
@@ -180,7 +195,8 @@ class Dispatcher:
                               shared_memory_probe=str(hello.shared_memory_probe))
             self.next_session += 1
             self.sessions[identity] = session
-            self._send(identity, Welcome(session.number, [self._describe(w) for w in live]))
+            self._send(identity, Welcome(session.number, [self._describe(w) for w in live],
+                                         self.limits.max_message_bytes))
             if self.events.on:
                 self.events.emit('CONNECT', session.client, 'Hello', session=session.number,
                                  home=f'w{home.index}')
@@ -201,7 +217,8 @@ class Dispatcher:
         try:
             self._submit(session, message, frames)
         except Exception as error:  # the client hears why its work did not run
-            if not isinstance(error, (FragmentError, TypeError, ValueError, KeyError)):
+            if not isinstance(error, (FragmentError, TypeError, ValueError, KeyError,
+                                      OutOfMemory)):
                 traceback.print_exc()  # a fault of GT's own: worth a report
             report = f'{type(error).__name__}: {error}'
             session.errors.append([message.base, None, 'submit', report])
@@ -221,7 +238,7 @@ class Dispatcher:
         # Releases after planning: the fragment may read values freed since it was recorded.
         releases: dict[int, list[int]] = {}
         for value_id in message.releases:
-            entry = session.values.pop(value_id, None)
+            entry = session.release(value_id)
             if entry is not None:
                 for worker in entry[2].workers:
                     if self.workers[worker].alive:  # a lost worker's values are gone anyway
@@ -281,6 +298,7 @@ class Dispatcher:
                                   session.auto_shard_elements, session.generator_holders)
         misses, started = self.planner.misses, time.perf_counter()
         plan = self.planner.plan(message.structure, external_types, options, session.compile)
+        self._check_memory(session, message, plan, external_types)
         diagnostics.debug('dispatcher', lambda: (
             f"session {session.number} fragment {message.base}: "
             f"{'planned' if self.planner.misses > misses else 'plan cached'} in "
@@ -289,11 +307,35 @@ class Dispatcher:
         session.last_plan = plan
         session.generator_holders = plan.generator_holders
         for local, shape, dtype, placement in plan.kept:
-            session.values[message.base + local] = (shape, dtype, placement)
+            session.hold(message.base + local, (shape, dtype, placement))
         for position, placement in plan.upgrades:
             shape, dtype, _ = external_types[position]
-            session.values[message.externals[position]] = (shape, dtype, placement)
+            session.hold(message.externals[position], (shape, dtype, placement))
         return plan
+
+    def _check_memory(self, session: Session, message: Submit, plan: Plan,
+                      external_types: list) -> None:
+        """Refuse a fragment that would take the session past its memory limit, before any
+        of it runs: the values it keeps and the copies its moves leave, less the values
+        this message releases."""
+        limit = self.limits.session_memory
+        if limit is None:
+            return
+        after = session.bytes_held
+        after += sum(value_bytes(shape, dtype, placement)
+                     for _, shape, dtype, placement in plan.kept)
+        for position, placement in plan.upgrades:
+            shape, dtype, before = external_types[position]
+            after += (value_bytes(shape, dtype, placement)
+                      - value_bytes(shape, dtype, before))
+        after -= sum(value_bytes(*session.values[v]) for v in set(message.releases)
+                     if v in session.values)
+        if after > limit:
+            raise OutOfMemory(
+                f'session {session.number} would hold {after:,} bytes, over its limit of '
+                f'{limit:,} (--session-memory-limit); it holds {session.bytes_held:,} bytes '
+                f'in {len(session.values)} tensors now. Free tensors (del them) or ask for a '
+                'higher limit')
 
     def _program_id(self, encoded: bytes) -> int:
         """Ids are never reused, so a worker can never run a program under a stale id."""
@@ -380,7 +422,26 @@ class Dispatcher:
             self._finish(request)
 
     # ---- workers -------------------------------------------------------------------------
+    def _admitted(self, identity: bytes, token: object, who: str) -> bool:
+        """Whether a Hello or Register carries the server's token (compared in constant
+        time); a refusal tells the peer why and the operator who was turned away."""
+        if self.limits.token is None:
+            return True
+        if isinstance(token, str) and hmac.compare_digest(token.encode(),
+                                                          self.limits.token.encode()):
+            return True
+        address = 'a local socket'
+        with contextlib.suppress(zmq.ZMQError, AttributeError):
+            address = self.last_header.get('Peer-Address') or address
+        print(f'gt.server: refused {who} from {address}: wrong or missing token',
+              file=sys.stderr, flush=True)
+        self._send(identity, Refused('wrong or missing token: set GT_TOKEN to the token the '
+                                     'server was started with (gt.server --token)'))
+        return False
+
     def register(self, identity: bytes, message: Register, frames: list) -> None:
+        if not self._admitted(identity, message.token, f'worker {message.name}'):
+            return
         handle = self.worker_by_identity.get(identity)
         if handle is not None:
             if not handle.alive:  # back after a stall: it dropped its state, so start clean
@@ -585,11 +646,9 @@ def _accounting(session: Session, workers: list[WorkerHandle]) -> dict:
     """A session's numbers: ops and programs submitted, worker-seconds and bytes held per
     worker (from the shapes and placements of the values it holds)."""
     held: dict[int, int] = {}
-    for shape, dtype, placement in session.values.values():
-        size = DTYPE_SIZES.get(dtype, 4)
-        for worker in placement.workers:
-            held[worker] = held.get(worker, 0) + numel(local_shape(shape, placement,
-                                                                    worker)) * size
+    for entry in session.values.values():
+        for worker, size in bytes_per_worker(*entry).items():
+            held[worker] = held.get(worker, 0) + size
     return {'number': session.number, 'client': session.client, 'ops': session.ops,
             'programs': session.programs, 'values': len(session.values),
             'worker_seconds': dict(session.worker_seconds), 'bytes': held}

@@ -9,10 +9,10 @@ seeds' format:
 
     [TAPE 0.003s] RECV         | host:59712      | Submit    | ops=12 fetch=1 base=40
 
-Nothing is recorded unless a log is open (`GT_INSTRUCTION_LOG`, `--log`) or a monitor
-is attached; lines are formatted and written by a background thread, and the monitor
-socket (ZeroMQ XPUB) drops what a slow subscriber cannot take, so neither ever slows
-the dispatcher's loop.
+Nothing is recorded unless a log is open (`GT_INSTRUCTION_LOG`, `--log`) or a
+subscriber asks for events (`trace`; `top` asks only for statistics); lines are
+formatted and written by a background thread, and the monitor socket (ZeroMQ XPUB)
+drops what a slow subscriber cannot take, so neither ever slows the dispatcher's loop.
 """
 
 import json
@@ -72,11 +72,12 @@ class Events:
         self.monitor.setsockopt(zmq.SNDHWM, MONITOR_HWM)
         self.monitor.setsockopt(zmq.XPUB_VERBOSE, 1)
         self.monitor_port = self.monitor.bind_to_random_port(f'tcp://{host}')
-        self.subscribers = 0
+        self.subscribers = 0  # to anything: stats are published while there are any
+        self.event_subscribers = 0  # to events: only these turn event recording on
         self._update()
 
     def _update(self) -> None:
-        self.on = self.lines is not None or self.subscribers > 0
+        self.on = self.lines is not None or self.event_subscribers > 0
 
     def seconds(self, wall: float | None = None) -> float:
         return (time.time() if wall is None else wall) - self.epoch
@@ -86,7 +87,7 @@ class Events:
         event = (self.seconds(wall), kind, peer, message, fields)
         if self.lines is not None:
             self.lines.put(event)
-        if self.subscribers:
+        if self.event_subscribers:
             self.publish(b'event', event)
 
     def publish(self, topic: bytes, payload: Any) -> None:
@@ -103,10 +104,10 @@ class Events:
                 message = self.monitor.recv(zmq.NOBLOCK)
             except zmq.Again:
                 break
-            if message[:1] == b'\x01':
-                self.subscribers += 1
-            elif message[:1] == b'\x00':
-                self.subscribers = max(0, self.subscribers - 1)
+            change = {b'\x01': 1, b'\x00': -1}.get(message[:1], 0)
+            self.subscribers = max(0, self.subscribers + change)
+            if b'event'.startswith(message[1:]):  # b'event' or everything (b'')
+                self.event_subscribers = max(0, self.event_subscribers + change)
         self._update()
 
     def _write(self) -> None:

@@ -1,11 +1,15 @@
-"""What the dispatcher remembers about its peers: each worker, each client's session, and
-each request still waiting for workers to answer."""
+"""What the dispatcher remembers about its peers: each worker, each client's session (and
+the bytes it holds), each request still waiting for workers to answer, and the limits
+the server enforces."""
 
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from gt.ir import Partial
+from gt.ir.dtypes import TORCH_DTYPES
+from gt.ir.placement import Placement, local_shape
+from gt.ir.type_rules import numel
 from gt.runtime.compile_settings import CompileSettings
 
 
@@ -48,6 +52,21 @@ class Session:
     ops: int = 0
     programs: int = 0
     worker_seconds: dict = field(default_factory=dict)
+    bytes_held: int = 0  # over all workers, copies included: what its memory limit bounds
+
+    def hold(self, value_id: int, entry: tuple) -> None:
+        """Record a value the session now holds (or holds more copies of)."""
+        old = self.values.get(value_id)
+        if old is not None:
+            self.bytes_held -= value_bytes(*old)
+        self.values[value_id] = entry
+        self.bytes_held += value_bytes(*entry)
+
+    def release(self, value_id: int) -> tuple | None:
+        entry = self.values.pop(value_id, None)
+        if entry is not None:
+            self.bytes_held -= value_bytes(*entry)
+        return entry
 
     def configure(self, configs: object, auto_shard_elements: object, compile_wish: object,
                   compile_default: list) -> None:
@@ -106,3 +125,32 @@ class PendingRequest:
                 axis = None if isinstance(layout, Partial) else layout.axis
                 tensors.append({'axis': axis, 'pieces': headers})
         return tensors, frames
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the server bounds: who may connect (`token`), how large one message may be,
+    and how many bytes one session may hold over all workers (None: no bound)."""
+
+    token: str | None = None
+    max_message_bytes: int = 0
+    session_memory: int | None = None
+
+
+class OutOfMemory(Exception):
+    """A session's fragment would take it past its memory limit; the client raises
+    gt.OutOfMemoryError."""
+
+
+DTYPE_SIZES = {name: dtype.itemsize for name, dtype in TORCH_DTYPES.items()}
+
+
+def bytes_per_worker(shape: tuple, dtype: str, placement: Placement) -> dict[int, int]:
+    """The bytes of a value's pieces on each worker that holds one."""
+    size = DTYPE_SIZES.get(dtype, 4)
+    return {worker: numel(local_shape(shape, placement, worker)) * size
+            for worker in placement.workers}
+
+
+def value_bytes(shape: tuple, dtype: str, placement: Placement) -> int:
+    return sum(bytes_per_worker(shape, dtype, placement).values())

@@ -21,6 +21,7 @@ class Hello:
     client: str  # a description for logs and stats, e.g. "host:pid"
     wait_for_workers: int  # answer only once this many workers have registered
     shared_memory_probe: str  # see gt.runtime.shared_memory; '' when the client has none
+    token: str = ''  # the server's shared secret (GT_TOKEN), when it has one
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class KeepAlive:
 class Welcome:
     session: int
     workers: list[dict]
+    max_message_bytes: int = 0  # larger messages are refused unread (0: no bound)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ class Register:
     host: str
     pid: int
     peer_endpoints: list  # where other workers send it pieces of moves
+    token: str = ''  # the server's shared secret, as for clients
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from gt.runtime.protocol import (
     Heartbeat,
     Peers,
     ProtocolError,
+    Refused,
     Register,
     Reregister,
     RunProgram,
@@ -68,6 +69,7 @@ class Worker:
             StatsRequest: self.report_stats,
             Reregister: self.reregister,
             Peers: self.peers,
+            Refused: self.refused,
         }
 
     def serve_forever(self) -> None:
@@ -123,7 +125,10 @@ class Worker:
                             f'{self.identity.decode()} ({self.engine.describe()})')
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
                                    sockets.gethostname(), os.getpid(),
-                                   self.exchange.endpoints))
+                                   self.exchange.endpoints, os.environ.get('GT_TOKEN', '')))
+
+    def refused(self, message: Refused, frames: list) -> None:
+        raise SystemExit(f'gt.worker: the dispatcher refused this worker: {message.reason}')
 
     def reregister(self, message: Reregister, frames: list) -> None:
         """The dispatcher restarted: its sessions and program ids are new, drop ours."""
