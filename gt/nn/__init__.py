@@ -8,6 +8,7 @@ The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them
 
 from gt.nn import functional, optim, utils
 from gt.nn.containers import ModuleList, Sequential
+from gt.nn.functional import relu, sigmoid, tanh
 from gt.nn.layers import (
     GELU,
     BCELoss,
@@ -46,5 +47,8 @@ __all__ = [
     'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',
     'CrossEntropyLoss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'Optimizer', 'SGD', 'Adam',
-    'AdamW', 'functional', 'optim', 'utils',
+    'AdamW', 'functional', 'optim', 'utils', 'relu', 'sigmoid', 'tanh', 'cross_entropy_loss',
 ]
+
+# The seeds' names (gt.nn.cross_entropy_loss, gt.nn.relu, ...) beside torch's.
+cross_entropy_loss = cross_entropy

@@ -42,3 +42,15 @@ def test_axis_and_keepdims_wherever_dim_and_keepdim_go():
     assert_same(x.cumsum(axis=1), tx.cumsum(dim=1))  # the fallback: torch takes axis too
     with pytest.raises(TypeError, match='both dim and axis'):
         x.argmax(dim=0, axis=1)
+
+
+def test_the_seeds_loss_and_activation_names():
+    (x, tx), (y, ty) = pair(array((4, 3))), pair(array((4, 3)))
+    labels = torch.tensor([0, 2, 1, 2])
+    assert_same(gt.nn.cross_entropy_loss(x, gt.tensor(labels)),
+                torch.nn.functional.cross_entropy(tx, labels))
+    assert_same(gt.nn.mse_loss(x, y), torch.nn.functional.mse_loss(tx, ty))
+    assert_same(gt.nn.binary_cross_entropy(x.sigmoid(), y.sigmoid()),
+                torch.nn.functional.binary_cross_entropy(tx.sigmoid(), ty.sigmoid()))
+    for name in ('relu', 'sigmoid', 'tanh'):
+        assert_same(getattr(gt.nn, name)(x), getattr(torch, name)(tx))
