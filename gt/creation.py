@@ -20,33 +20,50 @@ def _shape(sizes: tuple) -> tuple[int, ...]:
     return tuple(int(size) for size in sizes)
 
 
+PLACEMENT_KEYWORDS = frozenset({'device', 'layout', 'pin_memory', 'memory_format'})
+
+
+def _placement_only(keywords: dict) -> None:
+    """torch's `device=`, `layout=`... are accepted and left to GT, which places tensors
+    itself; anything else is a mistake, named as torch would."""
+    unknown = sorted(set(keywords) - PLACEMENT_KEYWORDS)
+    if unknown:
+        raise TypeError(f'got an unexpected keyword argument {unknown[0]!r}')
+
+
 def _dtype(dtype: Any, default: str = DEFAULT_FLOAT) -> str:
     return default if dtype is None else dtype_name(dtype)
 
 
-def randn(*size, dtype=None, requires_grad=False) -> Tensor:
+def randn(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    _placement_only(placement)
     return creation('randn', _shape(size), _dtype(dtype), requires_grad)
 
 
-def rand(*size, dtype=None, requires_grad=False) -> Tensor:
+def rand(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    _placement_only(placement)
     return creation('rand', _shape(size), _dtype(dtype), requires_grad)
 
 
-def zeros(*size, dtype=None, requires_grad=False) -> Tensor:
+def zeros(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    _placement_only(placement)
     return creation('zeros', _shape(size), _dtype(dtype), requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad=False) -> Tensor:
+def ones(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    _placement_only(placement)
     return creation('ones', _shape(size), _dtype(dtype), requires_grad)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, dtype=None, requires_grad=False, **placement) -> Tensor:
+    _placement_only(placement)
     if dtype is None:
         dtype = torch.tensor(fill_value).dtype
     return creation('full', _shape((size,)), _dtype(dtype), requires_grad, value=fill_value)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False) -> Tensor:
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, **placement) -> Tensor:
+    _placement_only(placement)
     if end is None:
         start, end = 0, start
     if step == 0:

@@ -36,6 +36,23 @@ class ShapeMethods:
     def T(self):
         return self.permute(*reversed(range(self.ndim)))
 
+    @property
+    def mT(self):
+        """The last two dims swapped (GT's tensors are real, so `mH` is the same)."""
+        if self.ndim < 2:
+            raise RuntimeError(f'tensor.mT is only supported on matrices or batches of '
+                               f'matrices. Got {self.ndim}-D tensor.')
+        return self.transpose(-2, -1)
+
+    mH = mT
+
+    @property
+    def H(self):
+        if self.ndim not in (0, 2):
+            raise RuntimeError(f'tensor.H is only supported on matrices (2-D tensors). Got '
+                               f'{self.ndim}-D tensor.')
+        return self.T
+
     def permute(self, *dims): return core.apply('permute', [self], dims=_sizes(dims))
     @numpy_names
     def unsqueeze(self, dim: int): return core.apply('unsqueeze', [self], dim=dim)
@@ -107,13 +124,13 @@ class ShapeMethods:
         return core.apply('cast', [self], dtype=dtype_name(dtype))
 
     def type(self, dtype): return self.to(dtype)
-    def float(self): return self.to(torch.float32)
-    def double(self): return self.to(torch.float64)
-    def half(self): return self.to(torch.float16)
-    def bfloat16(self): return self.to(torch.bfloat16)
-    def int(self): return self.to(torch.int32)
-    def long(self): return self.to(torch.int64)
-    def bool(self): return self.to(torch.bool)
+    def float(self, memory_format=None): return self.to(torch.float32)
+    def double(self, memory_format=None): return self.to(torch.float64)
+    def half(self, memory_format=None): return self.to(torch.float16)
+    def bfloat16(self, memory_format=None): return self.to(torch.bfloat16)
+    def int(self, memory_format=None): return self.to(torch.int32)
+    def long(self, memory_format=None): return self.to(torch.int64)
+    def bool(self, memory_format=None): return self.to(torch.bool)
 
     def clone(self):
         return core.apply('cast', [self], dtype=self._type.dtype)

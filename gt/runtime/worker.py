@@ -224,7 +224,13 @@ class Worker:
                 if failed.report not in errors:
                     errors.append(failed.report)
                 continue
-            dtype, shape, array = self.engine.to_wire(value)
+            try:
+                dtype, shape, array = self.engine.to_wire(value)
+            except Exception as error:  # the client must hear of it, not wait forever
+                headers.append(None)
+                errors.append([None, None, 'fetch', f'value {value_id} could not be sent: '
+                               f'{type(error).__name__}: {error}'])
+                continue
             if array.nbytes >= shared_memory.MIN_BYTES and self._shares_memory(message):
                 path = shared_memory.write(array, self._owner(message.session))
                 headers.append([dtype, shape, path])

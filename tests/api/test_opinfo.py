@@ -16,9 +16,6 @@ SAMPLES = 3  # per OpInfo, as the coverage script: the module takes about a minu
 COMPLEX = 'complex result (GT has no complex dtypes)'
 DATA_CHECK = 'gradient through a data-dependent check (runs outside the cluster)'
 NO_META = 'no meta or fake kernel (fallback: see report)'
-MEMORY_FORMAT = 'GT dtype method takes no memory_format='
-DEVICE = 'GT factory takes no device='
-NO_MATRIX_T = 'GT Tensor has no mT/mH/H'
 
 # OpInfo id -> why GT cannot pass it. A reason starting with 'hangs' skips the test.
 KNOWN_FAILURES = {
@@ -31,15 +28,9 @@ KNOWN_FAILURES = {
     **dict.fromkeys(['corrcoef', 'cov', 'nn.functional.gaussian_nll_loss'], DATA_CHECK),
     **dict.fromkeys(['nn.functional.ctc_loss', 'linalg.lstsq', 'linalg.lstsq.grad_oriented'],
                     NO_META),
-    **dict.fromkeys(['bfloat16', 'bool', 'double', 'float', 'half', 'int', 'long'],
-                    MEMORY_FORMAT),
-    **dict.fromkeys(['arange', 'ones', 'zeros', 'full'], DEVICE),
-    **dict.fromkeys(['H', 'mT', 'mH', 'linalg.pinv.singular'], NO_MATRIX_T),
     'nn.functional.linear_cross_entropy.chunked': 'options object argument',
     'nn.functional.linear_cross_entropy.chunked_none': 'options object argument',
     'nn.functional.triplet_margin_with_distance_loss': 'module argument (a callable)',
-    'nn.functional.instance_norm': 'torch_vjp updates inference-mode buffers (fallback bug)',
-    'sgn': 'hangs: its gradient is a ZeroTensor the worker cannot send (fallback bug)',
     'as_strided.partial_views': 'storage offset (GT tensors are not views)',
     'nn.functional.layer_norm': 'GT layer_norm of one element is 2e-5 off',
     '__rdiv__': 'GT Tensor has no __rdiv__',

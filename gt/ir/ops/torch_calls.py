@@ -41,6 +41,8 @@ class Signature(NamedTuple):
     skeleton: Any  # the result on meta or fake tensors: how the client rebuilds it
 
 
+# What fake tensors say when only the values can tell.
+NEEDS_VALUES = ('data-dependent', 'data dependent', 'data is not allocated yet')
 _signatures: dict[tuple, Signature] = {}
 SIGNATURES_KEPT = 16384
 
@@ -101,7 +103,11 @@ def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Si
 def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
     """Fake tensors with a shape environment run ops whose sizes depend on the data,
     giving them unbacked sizes, and report a genuine error the same way meta would."""
-    from torch._subclasses.fake_tensor import DataDependentOutputException
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        UnsupportedOperatorException,
+    )
 
     mode = FakeTensorMode(shape_env=ShapeEnv())
     try:
@@ -109,10 +115,11 @@ def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
             tensors = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype]) for t in types]
             result = call(fn, tensors, args, dict(kwargs, **({'device': 'cpu'} if device
                                                              else {})))
-    except (DataDependentOutputException, NotImplementedError) as error:
+    except (DataDependentOutputException, DynamicOutputShapeException,
+            UnsupportedOperatorException, NotImplementedError) as error:
         raise NeedsData(f'{fn}: {error}') from error
     except Exception as error:
-        if 'data-dependent' in str(error) or 'data dependent' in str(error):
+        if any(sign in str(error) for sign in NEEDS_VALUES):
             raise NeedsData(f'{fn}: {error}') from error
         kind = TypeError if isinstance(error, TypeError) else ValueError
         raise kind(f'{fn}: {meta_error}') from error
@@ -315,10 +322,14 @@ def _torch_vjp(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, size
         return tuple(outputs[i] for i in differentiable)
 
     with torch.inference_mode(False), torch.enable_grad():
-        chosen = [primals[i].clone() for i in wants]  # inference tensors cannot be saved
+        # Inference tensors can be neither saved for backward nor updated in place (a
+        # batch norm's running stats): the call sees ordinary copies of every input.
+        primals = [p.clone() if isinstance(p, torch.Tensor) else p for p in primals]
+        chosen = [primals[i] for i in wants]
         _, pullback = torch.func.vjp(function, *chosen)
         grads = pullback(tuple(c.clone() for c in cotangents))
-    grads = tuple(g if g is not None else torch.zeros_like(primals[i])
+    # A gradient torch knows is zero comes back as None or a ZeroTensor (no storage).
+    grads = tuple(torch.zeros_like(primals[i]) if g is None or g._is_zerotensor() else g
                   for g, i in zip(grads, wants))
     return grads[0] if len(grads) == 1 else grads
 
