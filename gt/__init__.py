@@ -64,10 +64,12 @@ float32, float64 = _torch.float32, _torch.float64
 half, float, double, long, int = float16, float32, float64, int64, int32
 
 
-def connect(address: str, token: str | None = None) -> None:
+def connect(address: str, token: str | None = None, weight=None) -> None:
     """Send this script's work to the GT server at `address`, e.g. 'localhost:12345';
-    `token` is the server's shared secret when it has one (default: $GT_TOKEN)."""
-    _connect(address, token)
+    `token` is the server's shared secret when it has one (default: $GT_TOKEN); `weight`
+    is this script's share of the workers against other sessions' (default: $GT_WEIGHT,
+    else 1: a session of weight 2 gets twice the worker time of one of weight 1)."""
+    _connect(address, token, weight)
 
 
 def is_tensor(obj) -> bool:

@@ -91,7 +91,8 @@ class PendingFragment:
 
 class Client:
     def __init__(self, endpoint: str, wait_for_workers: int = 1,
-                 server: LocalServer | None = None, token: str | None = None):
+                 server: LocalServer | None = None, token: str | None = None,
+                 weight: float | None = None):
         # Move everything imported so far (torch's many objects) out of the collector's
         # sight: otherwise each full collection scans them all, a pause of tens of ms.
         gc.freeze()
@@ -110,7 +111,8 @@ class Client:
         self.probe = shared_memory.make_probe() if shared_memory.available() else ''
         try:
             send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers,
-                                    self.probe, token or os.environ.get('GT_TOKEN', '')))
+                                    self.probe, token or os.environ.get('GT_TOKEN', ''),
+                                    _weight(weight)))
             welcome, _ = self._wait(Welcome, startup=True)
         except BaseException:
             self.socket.close(linger=0)
@@ -389,15 +391,23 @@ def current() -> Client:
     return _client
 
 
-def connect(address: str, token: str | None = None) -> Client:
+def connect(address: str, token: str | None = None, weight: float | None = None) -> Client:
     """Use the GT server at `address` ('host:port' or a ZeroMQ endpoint); `token` is its
-    shared secret (default: $GT_TOKEN)."""
+    shared secret (default: $GT_TOKEN); `weight` this script's share of the workers
+    against other sessions' (default: $GT_WEIGHT, else 1)."""
     global _client
     if _client is not None:
         _client.close()
     _client = None
-    _client = Client(endpoint_for(address), wait_for_workers=1, token=token)
+    _client = Client(endpoint_for(address), wait_for_workers=1, token=token, weight=weight)
     return _client
+
+
+def _weight(given: float | None) -> float:
+    weight = float(os.environ.get('GT_WEIGHT', '1')) if given is None else float(given)
+    if not 0 < weight < 1e6:
+        raise ValueError(f'a session weight must be positive, got {weight}')
+    return weight
 
 
 def set_auto_workers(count: int) -> None:

@@ -37,6 +37,7 @@ from gt.runtime.peers import (
 from gt.runtime.planner import Plan, Planner, WorkerPlan
 from gt.runtime.protocol import (
     Configure,
+    Done,
     Dumped,
     DumpRequest,
     EndSession,
@@ -59,6 +60,7 @@ from gt.runtime.protocol import (
     Welcome,
     decode,
 )
+from gt.runtime.scheduler import Fragment, Scheduler
 from gt.runtime.transport import send
 
 HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
@@ -90,6 +92,8 @@ class Dispatcher:
         self.workers: list[WorkerHandle] = []
         self.worker_by_identity: dict[bytes, WorkerHandle] = {}
         self.sessions: dict[bytes, Session] = {}
+        self.session_numbers: dict[int, Session] = {}
+        self.scheduler = Scheduler(self.workers, self._send_scheduled)
         self.waiting_hellos: list[tuple[bytes, Hello]] = []
         self.pending: dict[int, PendingRequest] = {}
         self.program_ids: OrderedDict[bytes, int] = OrderedDict()
@@ -113,7 +117,7 @@ class Dispatcher:
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,
             StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
-            Fetched: self.worker_reply, Stats: self.worker_reply,
+            Fetched: self.worker_reply, Stats: self.worker_reply, Done: self.done,
         }
 
     # ---- the loop ------------------------------------------------------------------------
@@ -192,14 +196,16 @@ class Dispatcher:
                 continue
             home = min(live, key=self._sessions_homed_on)
             session = Session(self.next_session, identity, hello.client, home.index,
-                              shared_memory_probe=str(hello.shared_memory_probe))
+                              shared_memory_probe=str(hello.shared_memory_probe),
+                              weight=_weight(hello.weight))
             self.next_session += 1
             self.sessions[identity] = session
+            self.session_numbers[session.number] = session
             self._send(identity, Welcome(session.number, [self._describe(w) for w in live],
                                          self.limits.max_message_bytes))
             if self.events.on:
                 self.events.emit('CONNECT', session.client, 'Hello', session=session.number,
-                                 home=f'w{home.index}')
+                                 home=f'w{home.index}', weight=session.weight)
             diagnostics.verbose('dispatcher', f'client {session.client} connected: session '
                                 f'{session.number}, home worker {home.index}')
         self.waiting_hellos = still_waiting
@@ -275,9 +281,10 @@ class Dispatcher:
             pending.layouts = layouts
             pending.tensors = [{} for _ in message.fetch]
             pending.frames = [{} for _ in message.fetch]
-        for worker in involved:
-            self._send_work(session, message, frames, worker, programs.get(worker),
-                            releases.get(worker, []), fetches.get(worker, []), request)
+        if involved:
+            self.scheduler.submit(session, Fragment(message, frames, request, [
+                (worker, programs.get(worker), releases.get(worker, []), fetches.get(worker, []))
+                for worker in sorted(involved)]))
         if message.fetch and not fetches:
             self._finish(request)
 
@@ -348,6 +355,18 @@ class Dispatcher:
             self.program_ids.move_to_end(encoded)
         return program_id
 
+    def _send_scheduled(self, session: Session, fragment: Fragment, worker: int,
+                        program: WorkerPlan | None, releases: list, fetches: list) -> None:
+        self._send_work(session, fragment.message, fragment.frames, worker, program, releases,
+                        fetches, fragment.request)
+
+    def done(self, identity: bytes, message: Done, frames: list) -> None:
+        handle = self.worker_by_identity.get(identity)
+        if handle is None or not isinstance(message.session, int):
+            return
+        seconds = message.seconds if isinstance(message.seconds, (int, float)) else 0.0
+        self.scheduler.done(handle.index, self.session_numbers.get(message.session), seconds)
+
     def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
                    program: WorkerPlan | None, releases: list, fetches: list,
                    request: int) -> None:
@@ -404,6 +423,8 @@ class Dispatcher:
     def _end_session(self, identity: bytes, reason: str = 'goodbye') -> None:
         session = self.sessions.pop(identity, None)
         if session is not None:
+            self.session_numbers.pop(session.number, None)
+            self.scheduler.forget(session)
             if self.events.on:
                 self.events.emit('DISCONNECT', session.client, 'Goodbye',
                                  session=session.number, reason=reason, ops=session.ops)
@@ -413,6 +434,15 @@ class Dispatcher:
                 self._send(worker.identity, EndSession(session.number))
 
     def stats_request(self, identity: bytes, message: StatsRequest, frames: list) -> None:
+        session = self.sessions.get(identity)
+        if session is not None and session.queue:
+            # The statistics must show the work this session sent before asking.
+            self.scheduler.submit(session, Fragment(message, [], -1, [], lambda: self._stats(
+                identity, message)))
+            return
+        self._stats(identity, message)
+
+    def _stats(self, identity: bytes, message: StatsRequest) -> None:
         live = self._live_workers()
         request = self._open_request(identity, message.request, {w.index for w in live},
                                      is_stats=True)
@@ -447,6 +477,7 @@ class Dispatcher:
             if not handle.alive:  # back after a stall: it dropped its state, so start clean
                 handle.alive, handle.last_seen = True, time.monotonic()
                 handle.programs.clear()
+                handle.in_flight = 0
                 handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
                 self._announce_peers()
                 self._welcome_waiting()
@@ -557,6 +588,7 @@ class Dispatcher:
                 pending.errors.append([None, None, 'worker', report])
                 if not pending.workers:
                     self._finish(request)
+        self.scheduler.lost(handle.index)
         live = self._live_workers()
         for session in self.sessions.values():
             if session.home_worker == handle.index and live:
@@ -633,6 +665,13 @@ class Dispatcher:
         return {'index': handle.index, 'name': handle.name, 'device': handle.device,
                 'host': handle.host, 'pid': handle.pid}
 
+
+
+def _weight(value: object) -> float:
+    """A session's weight from its Hello: a positive number, else 1."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
+        return float(value)
+    return 1.0
 
 
 def _top_ops(plan: Plan | None, count: int = 3) -> str:

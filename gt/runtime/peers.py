@@ -3,7 +3,7 @@ the bytes it holds), each request still waiting for workers to answer, and the l
 the server enforces."""
 
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from gt.ir import Partial
@@ -26,6 +26,7 @@ class WorkerHandle:
     programs: OrderedDict = field(default_factory=OrderedDict)  # ids it holds, oldest first
     peer_endpoints: list = field(default_factory=list)  # where other workers reach it
     activity: dict = field(default_factory=dict)  # its latest heartbeat's report
+    in_flight: int = 0  # RunPrograms sent that it has not said Done to
 
     @property
     def label(self) -> str:
@@ -33,7 +34,7 @@ class WorkerHandle:
         return f'worker{self.index}'
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: the scheduler keeps sessions in lists
 class Session:
     number: int
     identity: bytes
@@ -53,6 +54,11 @@ class Session:
     programs: int = 0
     worker_seconds: dict = field(default_factory=dict)
     bytes_held: int = 0  # over all workers, copies included: what its memory limit bounds
+    # Scheduling (gt.runtime.scheduler): fragments not yet sent, in order; the worker-
+    # seconds it was served, divided by its weight.
+    queue: deque = field(default_factory=deque)
+    weight: float = 1.0
+    served: float = 0.0
 
     def hold(self, value_id: int, entry: tuple) -> None:
         """Record a value the session now holds (or holds more copies of)."""

@@ -22,6 +22,7 @@ class Hello:
     wait_for_workers: int  # answer only once this many workers have registered
     shared_memory_probe: str  # see gt.runtime.shared_memory; '' when the client has none
     token: str = ''  # the server's shared secret (GT_TOKEN), when it has one
+    weight: float = 1.0  # the session's share of the workers against others (GT_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,15 @@ class Register:
 
 
 @dataclass(frozen=True)
+class Done:
+    """A RunProgram of `session` is finished (after its reply, if it fetched): the
+    dispatcher may send this worker more, and charges the session `seconds`."""
+
+    session: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Heartbeat:
     """`activity` since the last beat (gt.runtime.activity), or None when idle."""
 
@@ -199,7 +209,7 @@ class Stats:
 MESSAGES = [
     Hello, Submit, Ping, StatsRequest, DumpRequest, Goodbye, KeepAlive, Welcome, Refused, Pong,
     Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats, Configure,
-    Peers,
+    Peers, Done,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(fields(message)) for message in MESSAGES}

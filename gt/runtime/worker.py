@@ -21,6 +21,7 @@ from gt.runtime.engines import make_engine
 from gt.runtime.exchange import PeerExchange
 from gt.runtime.program import Failed, Program
 from gt.runtime.protocol import (
+    Done,
     EndSession,
     Fetched,
     Heartbeat,
@@ -156,6 +157,14 @@ class Worker:
         return activity.report(extra)
 
     def run_program(self, message: RunProgram, frames: list) -> None:
+        started = time.perf_counter()
+        try:
+            self._run_program(message, frames)
+        finally:
+            # The dispatcher keeps only a few programs in flight here: say this one is done.
+            send(self.socket, Done(message.session, time.perf_counter() - started))
+
+    def _run_program(self, message: RunProgram, frames: list) -> None:
         session = message.session
         values = self.values.setdefault(session, {})
         for program_id in message.forget:

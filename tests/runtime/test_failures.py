@@ -214,8 +214,8 @@ def test_garbage_on_the_socket_is_ignored(start_cluster):
         stranger.send(msgpack.packb([-1, 'x']))
         stranger.send(msgpack.packb(['Hello', 'x', 1]))
         stranger.send(msgpack.packb([0]))  # Hello, too few fields
-        stranger.send(msgpack.packb([0, 'x', 1, 2, 3, 4]))  # Hello, too many
-        stranger.send(msgpack.packb([0, 12345, 'many', '', '']))  # Hello, wrong field types
+        stranger.send(msgpack.packb([0, 'x', 1, 2, 3, 4, 5]))  # Hello, too many
+        stranger.send(msgpack.packb([0, 12345, 'many', '', '', 1.0]))  # wrong field types
         stranger.send(encode(submit_message(fetch=[0], request=1)))  # before any Hello
         stranger.send(encode(submit_message(request=2)) + b'trailing')
         stranger.send(encode(Welcome(1, [])))  # a message only the dispatcher sends

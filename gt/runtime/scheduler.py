@@ -1,0 +1,89 @@
+"""Which session's work each worker runs next: fair sharing by measured worker time.
+
+A fragment's worker messages wait in its session's queue, in order, until every worker
+it involves has room: fewer than `WINDOW` programs in flight (sent, not yet Done). The
+next fragment to go is the head of the queue of the session served least so far (its
+worker-seconds, as workers report them in Done, divided by its weight), among those
+whose head fits: start-time fair queueing on measured time rather than on message
+counts. A fragment goes to all its workers at once (gang scheduling), so its moves never
+wait for a peer that is busy with another session's queue, and every worker receives
+fragments in one global order, so two gangs can never wait on each other. A session
+that was idle does not bank credit: it starts at the level of the session served last
+(start-time fair queueing's virtual time).
+
+`WINDOW` (GT_WORKER_WINDOW, 2) is what keeps a worker busy: with 1 it idles for a
+dispatcher round trip between programs; more makes a light client wait behind more of
+a heavy one's programs (see benchmarks/multiplex.py).
+"""
+
+import os
+from typing import Callable, NamedTuple
+
+WINDOW = int(os.environ.get('GT_WORKER_WINDOW', '2'))
+
+
+class Fragment(NamedTuple):
+    """One Submit's work: `sends` is (worker, program, releases, fetches) per worker;
+    `then` runs when its turn comes (a stats request after the work before it)."""
+
+    message: object
+    frames: list
+    request: int
+    sends: list
+    then: Callable | None = None
+
+
+class Scheduler:
+    def __init__(self, workers: list, send_work: Callable) -> None:
+        self.workers = workers  # the dispatcher's WorkerHandles, by index
+        self.send_work = send_work  # send_work(session, fragment, worker, program, ...)
+        self.waiting: list = []  # sessions with queued fragments
+        self.clock = 0.0  # the served level of the session whose fragment went last
+
+    def submit(self, session, fragment: Fragment) -> None:
+        if not session.queue:
+            session.served = max(session.served, self.clock)  # no credit for idle time
+            self.waiting.append(session)
+        session.queue.append(fragment)
+        self.dispatch()
+
+    def done(self, worker: int, session, seconds: float) -> None:
+        handle = self.workers[worker]
+        handle.in_flight = max(0, handle.in_flight - 1)
+        if session is not None and seconds > 0:
+            session.served += seconds / session.weight
+        self.dispatch()
+
+    def forget(self, session) -> None:
+        """A session ended: its queued work is dropped (its values go with it)."""
+        session.queue.clear()
+        if session in self.waiting:
+            self.waiting.remove(session)
+
+    def lost(self, worker: int) -> None:
+        self.workers[worker].in_flight = 0
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        while self.waiting:
+            ready = [s for s in self.waiting if self._fits(s.queue[0])]
+            if not ready:
+                return
+            session = min(ready, key=lambda s: s.served)
+            self.clock = session.served
+            fragment = session.queue.popleft()
+            if not session.queue:
+                self.waiting.remove(session)
+            for worker, program, releases, fetches in fragment.sends:
+                handle = self.workers[worker]
+                if handle.alive:
+                    handle.in_flight += 1
+                self.send_work(session, fragment, worker, program, releases, fetches)
+            if fragment.then is not None:
+                fragment.then()
+
+    def _fits(self, fragment: Fragment) -> bool:
+        """Lost workers never block: what is sent to them is dropped, and requests that
+        wait on them were failed when they were lost."""
+        return all(self.workers[w].in_flight < WINDOW or not self.workers[w].alive
+                   for w, *_ in fragment.sends)
