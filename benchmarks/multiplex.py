@@ -2,10 +2,10 @@
 
 1. A heavy client (a queue of 1000x1000 matmuls, one fragment each) beside 3 light ones
    (a tiny op and a fetch every 10 ms): the light clients' p90 round trip alone and with
-   the heavy one, under GT's scheduler (a window of GT_WORKER_WINDOW programs per
-   worker, least-served session first) and with the window opened wide (first come,
-   first served, as before the scheduler). Targets: within 5x of alone, and under one
-   heavy program plus the alone latency.
+   the heavy one, under GT's scheduler (least-served session first, one program waiting
+   per shared worker) and with the windows opened wide (first come, first served, as
+   before the scheduler). Targets: within 5x of alone, and under one heavy program plus
+   the alone latency.
 2. 4 identical clients training at once: per-client throughput max/min (target <= 1.25)
    and the aggregate against one client alone (target >= 0.9x).
 3. One client streaming fragments without fetching, per window size: what the window
@@ -96,7 +96,7 @@ class Server:
         self.address = f'localhost:{self.port}'
         env = {**os.environ, 'GT_WORKER_THREADS': '1'}
         if window is not None:
-            env['GT_WORKER_WINDOW'] = str(window)
+            env['GT_WORKER_WINDOW'] = env['GT_SHARED_WINDOW'] = str(window)
         self.processes = [
             subprocess.Popen([sys.executable, '-m', 'gt.server', '-p', str(self.port)], env=env),
             subprocess.Popen([sys.executable, '-m', 'gt.worker', '-p', str(self.port)], env=env)]

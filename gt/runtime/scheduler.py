@@ -1,7 +1,7 @@
 """Which session's work each worker runs next: fair sharing by measured worker time.
 
 A fragment's worker messages wait in its session's queue, in order, until every worker
-it involves has room: fewer than `WINDOW` programs in flight (sent, not yet Done). The
+it involves has room: fewer programs in flight (sent, not yet Done) than its window. The
 next fragment to go is the head of the queue of the session served least so far (its
 worker-seconds, as workers report them in Done, divided by its weight), among those
 whose head fits: start-time fair queueing on measured time rather than on message
@@ -11,15 +11,22 @@ fragments in one global order, so two gangs can never wait on each other. A sess
 that was idle does not bank credit: it starts at the level of the session served last
 (start-time fair queueing's virtual time).
 
-`WINDOW` (GT_WORKER_WINDOW, 2) is what keeps a worker busy: with 1 it idles for a
-dispatcher round trip between programs; more makes a light client wait behind more of
-a heavy one's programs (see benchmarks/multiplex.py).
+The window is what keeps a worker busy: with 1 it idles for a dispatcher round trip
+between programs (measured: a lone client streaming small fragments runs 1.5x slower
+than with 4), while every program waiting at a worker is one a light client may have to
+wait behind. So a worker that one session uses gets `WINDOW` (GT_WORKER_WINDOW, 4),
+and one that several sessions used within the last half second gets 1: then a light
+session waits for the program running there, not a queue (see benchmarks/multiplex.py).
 """
 
 import os
+import time
 from typing import Callable, NamedTuple
 
-WINDOW = int(os.environ.get('GT_WORKER_WINDOW', '2'))
+WINDOW = int(os.environ.get('GT_WORKER_WINDOW', '4'))
+# While several sessions use a worker: at most this many programs wait there.
+SHARED_WINDOW = int(os.environ.get('GT_SHARED_WINDOW', '1'))
+RECENT_SECONDS = 0.5  # a session that sent work this recently still shares the worker
 
 
 class Fragment(NamedTuple):
@@ -39,6 +46,7 @@ class Scheduler:
         self.send_work = send_work  # send_work(session, fragment, worker, program, ...)
         self.waiting: list = []  # sessions with queued fragments
         self.clock = 0.0  # the served level of the session whose fragment went last
+        self.users: dict[int, dict] = {}  # worker -> {session: when it last sent there}
 
     def submit(self, session, fragment: Fragment) -> None:
         if not session.queue:
@@ -74,10 +82,12 @@ class Scheduler:
             fragment = session.queue.popleft()
             if not session.queue:
                 self.waiting.remove(session)
+            now = time.monotonic()
             for worker, program, releases, fetches in fragment.sends:
                 handle = self.workers[worker]
                 if handle.alive:
                     handle.in_flight += 1
+                self.users.setdefault(worker, {})[id(session)] = now
                 self.send_work(session, fragment, worker, program, releases, fetches)
             if fragment.then is not None:
                 fragment.then()
@@ -85,5 +95,16 @@ class Scheduler:
     def _fits(self, fragment: Fragment) -> bool:
         """Lost workers never block: what is sent to them is dropped, and requests that
         wait on them were failed when they were lost."""
-        return all(self.workers[w].in_flight < WINDOW or not self.workers[w].alive
+        return all(self.workers[w].in_flight < self._window(w) or not self.workers[w].alive
                    for w, *_ in fragment.sends)
+
+    def _window(self, worker: int) -> int:
+        """WINDOW for a worker one session uses; SHARED_WINDOW while several do, so that
+        a light session waits for at most the one program running there."""
+        users = self.users.get(worker)
+        if not users or len(users) == 1:
+            return WINDOW
+        cutoff = time.monotonic() - RECENT_SECONDS
+        for session in [s for s, when in users.items() if when < cutoff]:
+            del users[session]
+        return WINDOW if len(users) <= 1 else SHARED_WINDOW

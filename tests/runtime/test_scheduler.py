@@ -46,9 +46,18 @@ def test_a_window_of_programs_per_worker_then_the_least_served_session():
     assert len(sent) == WINDOW
     scheduler.done(0, heavy, 0.5)  # the heavy session has been served more
     assert sent[-1] == ('light', 100, 0)
+    # Shared now: one program at a time waits at the worker, so the light session's
+    # next request waits for the running program only.
+    for _ in range(WINDOW - 1):
+        scheduler.done(0, heavy, 0.5)
+    assert sent[-1] == ('light', 100, 0) and handles[0].in_flight == 1
     scheduler.done(0, light, 0.001)
     assert sent[-1] == ('heavy', WINDOW, 0)  # order within a session is kept
-    assert handles[0].in_flight == WINDOW
+    assert handles[0].in_flight == 1
+    scheduler.submit(light, fragment(101, 0))
+    assert sent[-1] == ('heavy', WINDOW, 0)  # waits for the one program running
+    scheduler.done(0, heavy, 0.5)
+    assert sent[-1] == ('light', 101, 0)
 
 
 def test_weights_divide_the_time_served():
