@@ -542,7 +542,12 @@ class Dispatcher:
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
         handle = self.worker_by_identity.get(identity)
         pending = self.pending.get(message.request) if isinstance(message.request, int) else None
-        if handle is None or pending is None or handle.index not in pending.workers:
+        if handle is None:
+            return
+        if isinstance(message, Fetched) and isinstance(message.seconds, (int, float)):
+            owner = self.sessions.get(pending.identity) if pending else None
+            self.scheduler.done(handle.index, owner, message.seconds)  # it ends a RunProgram
+        if pending is None or handle.index not in pending.workers:
             return
         if self.events.on:
             errors = len(message.errors) if isinstance(message, Fetched) else 0

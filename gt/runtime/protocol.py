@@ -195,6 +195,7 @@ class Fetched:
     request: int
     tensors: list[list]
     errors: list[list]
+    seconds: float = 0.0  # from a worker: how long its RunProgram took (it ends it, as Done)
 
 
 @dataclass(frozen=True)

@@ -157,14 +157,17 @@ class Worker:
         return activity.report(extra)
 
     def run_program(self, message: RunProgram, frames: list) -> None:
+        """The dispatcher keeps only a few programs in flight here: each ends in a reply,
+        Fetched when it fetches, else Done, with the seconds it took."""
         started = time.perf_counter()
+        replied = False
         try:
-            self._run_program(message, frames)
+            replied = self._run_program(message, frames, started)
         finally:
-            # The dispatcher keeps only a few programs in flight here: say this one is done.
-            send(self.socket, Done(message.session, time.perf_counter() - started))
+            if not replied:
+                send(self.socket, Done(message.session, time.perf_counter() - started))
 
-    def _run_program(self, message: RunProgram, frames: list) -> None:
+    def _run_program(self, message: RunProgram, frames: list, started: float) -> bool:
         session = message.session
         values = self.values.setdefault(session, {})
         for program_id in message.forget:
@@ -179,7 +182,9 @@ class Worker:
         for value_id in message.releases:
             values.pop(value_id, None)
         if message.fetch:
-            self._fetch(message, values)
+            self._fetch(message, values, time.perf_counter() - started)
+            return True
+        return False
 
     def _run(self, message: RunProgram, values: dict, frames: list) -> None:
         if message.program is not None:
@@ -220,7 +225,7 @@ class Worker:
         self.ops_run += len(program.steps)
         self.programs_run += 1
 
-    def _fetch(self, message: RunProgram, values: dict) -> None:
+    def _fetch(self, message: RunProgram, values: dict, seconds: float) -> None:
         if self.report_programs and self.activity.events:
             # Events are on: the programs' times reach the log before the reply does.
             send(self.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
@@ -246,7 +251,7 @@ class Worker:
             else:
                 headers.append([dtype, shape])
                 frames.append(memoryview(array).cast('B') if array.size else b'')
-        send(self.socket, Fetched(message.request, headers, errors), frames)
+        send(self.socket, Fetched(message.request, headers, errors, seconds), frames)
 
     def _shares_memory(self, message: RunProgram) -> bool:
         probe = message.shared_memory_probe

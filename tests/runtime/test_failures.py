@@ -255,7 +255,7 @@ def test_garbage_on_the_socket_is_ignored(start_cluster):
 # handlers (dispatcher.py `heartbeat`, `worker_reply`), whose TypeError ends serve_forever.
 UNHASHABLE = {
     'heartbeat': msgpack.packb([MESSAGES.index(Heartbeat), [1, 2]]),
-    'fetched': msgpack.packb([MESSAGES.index(Fetched), [1], [], []]),
+    'fetched': msgpack.packb([MESSAGES.index(Fetched), [1], [], [], 0.0]),
     'stats': msgpack.packb([MESSAGES.index(Stats), {'a': 1}, [], {}]),
 }
 
