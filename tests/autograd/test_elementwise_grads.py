@@ -121,6 +121,18 @@ def test_unary(name, fn, dtype):
     check_vs_torch(fn, (4, 5), dtype=dtype)
 
 
+def test_tanh_backward_differentiates_again():
+    """'tanh_backward' (tanh's gradient) has a gradient of its own: second derivatives."""
+    import gt
+    x = gt.tensor([0.3, -1.2, 2.0], dtype=torch.float64, requires_grad=True)
+    tx = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64, requires_grad=True)
+    (first,) = gt.autograd.grad(x.tanh().sum(), x, create_graph=True)
+    (t_first,) = torch.autograd.grad(tx.tanh().sum(), tx, create_graph=True)
+    (second,) = gt.autograd.grad((first * first).sum(), x)
+    (t_second,) = torch.autograd.grad((t_first * t_first).sum(), tx)
+    torch.testing.assert_close(second.data, t_second)
+
+
 def test_unary_at_kinks():
     """Where torch picks a subgradient: relu and abs at 0, clamp at its bounds (inclusive),
     gelu at 0 and far out."""

@@ -103,6 +103,15 @@ def test_unary(op, dtype):
         check_op(op, [x], {}, getattr(torch, op)(x))
 
 
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+def test_tanh_backward_is_torchs_kernel(dtype):
+    """tanh's gradient: torch's fused kernel, which separate ops match only to an ulp."""
+    for shape in [(3, 5), (), (0, 2)]:
+        gradient, output = tensor(shape, dtype), tensor(shape, dtype).tanh()
+        check_op('tanh_backward', [gradient, output], {},
+                 torch.ops.aten.tanh_backward(gradient, output))
+
+
 @pytest.mark.parametrize('decimals', [1, 2, -1])
 def test_round_to_decimals(decimals):
     x = tensor((3, 4)) * 100

@@ -142,9 +142,29 @@ def _sigmoid_grad(emit, inputs, grads):
 
 
 def _tanh_grad(emit, inputs, grads):
+    """torch's own tanh_backward kernel: it fuses `g * (1 - y * y)` into a multiply-add,
+    so the same formula from separate ops is an ulp off, and training drifts from torch."""
     (x,), (g,) = inputs, grads
-    y = emit('tanh', x)
-    return [emit('mul', g, emit('sub', 1, emit('mul', y, y)))]
+    return [emit('tanh_backward', g, emit('tanh', x))]
+
+
+def _tanh_backward_type(types):
+    gradient, output = types
+    if gradient != output:
+        raise ValueError(f'tanh_backward: the gradient {gradient} and the output {output} '
+                         'must have one shape and dtype')
+    require_floating('tanh_backward', output)
+    return (gradient,)
+
+
+def _np_tanh_backward(gradient, output):
+    return np.asarray(gradient * (1 - output * output)).astype(gradient.dtype)
+
+
+def _tanh_backward_grad(emit, inputs, grads):
+    (gradient, output), (g,) = inputs, grads
+    return [emit('mul', g, emit('sub', 1, emit('mul', output, output))),
+            emit('mul', emit('mul', g, gradient), emit('mul', -2, output))]
 
 
 def _exp_grad(emit, inputs, grads):
@@ -213,6 +233,8 @@ ROWS = [
           shard=pointwise()),
     OpDef('tanh', floating_type, torch.tanh, np_floating(np.tanh), grad=_tanh_grad,
           shard=pointwise()),
+    OpDef('tanh_backward', _tanh_backward_type, torch.ops.aten.tanh_backward.default,
+          _np_tanh_backward, grad=_tanh_backward_grad, shard=pointwise()),
     OpDef('exp', floating_type, torch.exp, np_floating(np.exp), grad=_exp_grad, shard=pointwise()),
     OpDef('log', floating_type, torch.log, np_floating(np.log), grad=_log_grad, shard=pointwise()),
     OpDef('sqrt', floating_type, torch.sqrt, np_floating(np.sqrt), grad=_sqrt_grad,
