@@ -103,7 +103,9 @@ def test_png_and_chrome_trace_of_a_real_run(run_log, tmp_path):
     assert {run.lane for run in trace.runs} == {'worker:0', 'worker:1'}
     width, height = figure_size(trace)
     image = matplotlib.image.imread(str(png))
-    assert image.shape[:2] == (round(height * 80), round(width * 80))
+    # matplotlib truncates the pixel count (5.225 in at 80 dpi is 417, not 418).
+    assert abs(image.shape[0] - height * 80) <= 1 and abs(image.shape[1] - width * 80) <= 1, (
+        image.shape, height, width)
     assert len({tuple(pixel) for pixel in image[::7, ::7].reshape(-1, image.shape[2])}) > 20
 
     events = json.loads(chrome.read_text())['traceEvents']
