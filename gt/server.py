@@ -12,7 +12,7 @@ import re
 import zmq
 
 from gt.runtime.dispatcher import Dispatcher
-from gt.runtime.peers import Limits
+from gt.runtime.guards import Limits
 from gt.runtime.transport import (
     exit_with_parent,
     local_socket_path,

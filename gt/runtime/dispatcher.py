@@ -2,12 +2,14 @@
 
 Each client has a session (its values, its home worker, errors to report). A submitted
 fragment is planned once per structure (gt.runtime.planner) and sent to each worker as
-one message; the client never waits for that. Fetches are the only round trips.
+one message, when the scheduler gives it its turn (gt.runtime.scheduler); the client
+never waits for that. Fetches are the only round trips. The worker side of the loop is
+in gt.runtime.worker_links, what it tells logs and monitors in gt.runtime.monitoring,
+and the server's limits in gt.runtime.guards.
 """
 
 import contextlib
 import gc
-import hmac
 import itertools
 import os
 import random
@@ -23,18 +25,11 @@ from gt.ir import Replicate, format_graph
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings, diagnostics
-from gt.runtime.events import Events, register_dispatcher
 from gt.runtime.fragment import FragmentError
-from gt.runtime.peers import (
-    Limits,
-    OutOfMemory,
-    PendingRequest,
-    Session,
-    WorkerHandle,
-    bytes_per_worker,
-    value_bytes,
-)
-from gt.runtime.planner import Plan, Planner, WorkerPlan
+from gt.runtime.guards import REFUSAL, Limits, OutOfMemory
+from gt.runtime.monitoring import Monitor, accounting, top_ops
+from gt.runtime.peers import PendingRequest, Session, WorkerHandle
+from gt.runtime.planner import Plan, Planner
 from gt.runtime.protocol import (
     Configure,
     Done,
@@ -46,14 +41,11 @@ from gt.runtime.protocol import (
     Heartbeat,
     Hello,
     KeepAlive,
-    Peers,
     Ping,
     Pong,
     ProtocolError,
     Refused,
     Register,
-    Reregister,
-    RunProgram,
     Stats,
     StatsRequest,
     Submit,
@@ -62,17 +54,12 @@ from gt.runtime.protocol import (
 )
 from gt.runtime.scheduler import Fragment, Scheduler
 from gt.runtime.transport import send
+from gt.runtime.worker_links import WorkerLinks, nbytes
 
-HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
-# Clients send KeepAlive every second; a session silent this long belongs to a dead client.
-SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
 LIVENESS_CHECK_SECONDS = 0.2
-PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
-PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
-STATS_SECONDS = 0.5  # how often the monitor gets worker and session statistics
 
 
-class Dispatcher:
+class Dispatcher(WorkerLinks):
     def __init__(self, endpoints: list[str], runtime_dir: str | None = None,
                  log_path: str | None = None, monitor_host: str = '127.0.0.1',
                  limits: Limits = Limits()):
@@ -108,11 +95,8 @@ class Dispatcher:
         self.bytes_to_workers = 0
         self.bytes_from_clients = 0
         self.salt = random.getrandbits(48)
-        self.events = Events(log_path or os.environ.get('GT_INSTRUCTION_LOG'), self.context,
-                             monitor_host)
-        self.reporting_programs = self.events.on
-        self.next_stats = 0.0
-        self.note = register_dispatcher(endpoints, self.events.monitor_port)
+        self.monitor = Monitor(endpoints, log_path or os.environ.get('GT_INSTRUCTION_LOG'),
+                               self.context, monitor_host)
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,
@@ -134,12 +118,11 @@ class Dispatcher:
                     pass
                 if time.monotonic() >= next_check:
                     self._check_liveness()
-                    self._serve_monitor()
+                    if self.monitor.serve(self.workers, list(self.sessions.values())):
+                        self._announce_peers()  # whether to report programs' times
                     next_check = time.monotonic() + LIVENESS_CHECK_SECONDS
         finally:
-            self.events.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self.note)
+            self.monitor.close()
             self.socket.close(0)
             for endpoint in self.endpoints:
                 if endpoint.startswith('ipc://'):
@@ -175,7 +158,7 @@ class Dispatcher:
         except zmq.ZMQError:
             return  # the peer is gone; heartbeats or its session's end will tidy up
         if frames and identity in self.worker_by_identity:
-            self.bytes_to_workers += sum(map(_nbytes, frames))
+            self.bytes_to_workers += sum(map(nbytes, frames))
 
     # ---- clients -------------------------------------------------------------------------
     def hello(self, identity: bytes, message: Hello, frames: list) -> None:
@@ -203,8 +186,8 @@ class Dispatcher:
             self.session_numbers[session.number] = session
             self._send(identity, Welcome(session.number, [self._describe(w) for w in live],
                                          self.limits.max_message_bytes))
-            if self.events.on:
-                self.events.emit('CONNECT', session.client, 'Hello', session=session.number,
+            if self.monitor.on:
+                self.monitor.emit('CONNECT', session.client, 'Hello', session=session.number,
                                  home=f'w{home.index}', weight=session.weight)
             diagnostics.verbose('dispatcher', f'client {session.client} connected: session '
                                 f'{session.number}, home worker {home.index}')
@@ -236,11 +219,11 @@ class Dispatcher:
         if plan is not None:
             session.ops += sum(plan.ops.values())
             session.programs += len(plan.programs)
-        if self.events.on:
-            self.events.emit('RECV', session.client, 'Submit', session=session.number,
+        if self.monitor.on:
+            self.monitor.emit('RECV', session.client, 'Submit', session=session.number,
                              base=message.base, ops=sum(plan.ops.values()) if plan else 0,
-                             kinds=_top_ops(plan), fetch=len(message.fetch),
-                             releases=len(message.releases), bytes=sum(map(_nbytes, frames)))
+                             kinds=top_ops(plan), fetch=len(message.fetch),
+                             releases=len(message.releases), bytes=sum(map(nbytes, frames)))
         # Releases after planning: the fragment may read values freed since it was recorded.
         releases: dict[int, list[int]] = {}
         for value_id in message.releases:
@@ -305,7 +288,8 @@ class Dispatcher:
                                   session.auto_shard_elements, session.generator_holders)
         misses, started = self.planner.misses, time.perf_counter()
         plan = self.planner.plan(message.structure, external_types, options, session.compile)
-        self._check_memory(session, message, plan, external_types)
+        self.limits.check_memory(session, plan.kept, plan.upgrades, message.releases,
+                                 external_types)
         diagnostics.debug('dispatcher', lambda: (
             f"session {session.number} fragment {message.base}: "
             f"{'planned' if self.planner.misses > misses else 'plan cached'} in "
@@ -319,82 +303,6 @@ class Dispatcher:
             shape, dtype, _ = external_types[position]
             session.hold(message.externals[position], (shape, dtype, placement))
         return plan
-
-    def _check_memory(self, session: Session, message: Submit, plan: Plan,
-                      external_types: list) -> None:
-        """Refuse a fragment that would take the session past its memory limit, before any
-        of it runs: the values it keeps and the copies its moves leave, less the values
-        this message releases."""
-        limit = self.limits.session_memory
-        if limit is None:
-            return
-        after = session.bytes_held
-        after += sum(value_bytes(shape, dtype, placement)
-                     for _, shape, dtype, placement in plan.kept)
-        for position, placement in plan.upgrades:
-            shape, dtype, before = external_types[position]
-            after += (value_bytes(shape, dtype, placement)
-                      - value_bytes(shape, dtype, before))
-        after -= sum(value_bytes(*session.values[v]) for v in set(message.releases)
-                     if v in session.values)
-        if after > limit:
-            raise OutOfMemory(
-                f'session {session.number} would hold {after:,} bytes, over its limit of '
-                f'{limit:,} (--session-memory-limit); it holds {session.bytes_held:,} bytes '
-                f'in {len(session.values)} tensors now. Free tensors (del them) or ask for a '
-                'higher limit')
-
-    def _program_id(self, encoded: bytes) -> int:
-        """Ids are never reused, so a worker can never run a program under a stale id."""
-        program_id = self.program_ids.get(encoded)
-        if program_id is None:
-            program_id = self.program_ids[encoded] = next(self.program_counter)
-            if len(self.program_ids) > PROGRAM_IDS_KEPT:
-                self.program_ids.popitem(last=False)
-        else:
-            self.program_ids.move_to_end(encoded)
-        return program_id
-
-    def _send_scheduled(self, session: Session, fragment: Fragment, worker: int,
-                        program: WorkerPlan | None, releases: list, fetches: list) -> None:
-        self._send_work(session, fragment.message, fragment.frames, worker, program, releases,
-                        fetches, fragment.request)
-
-    def done(self, identity: bytes, message: Done, frames: list) -> None:
-        handle = self.worker_by_identity.get(identity)
-        if handle is None or not isinstance(message.session, int):
-            return
-        seconds = message.seconds if isinstance(message.seconds, (int, float)) else 0.0
-        self.scheduler.done(handle.index, self.session_numbers.get(message.session), seconds)
-
-    def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
-                   program: WorkerPlan | None, releases: list, fetches: list,
-                   request: int) -> None:
-        handle = self.workers[worker]
-        program_id, encoded, externals, forget = -1, None, [], []
-        if program is not None:
-            program_id = self._program_id(program.program)
-            if program_id in handle.programs:
-                handle.programs.move_to_end(program_id)
-            else:
-                encoded = program.program
-                handle.programs[program_id] = None
-                while len(handle.programs) > PROGRAMS_PER_WORKER:
-                    forget.append(handle.programs.popitem(last=False)[0])
-            externals = [message.externals[i] for i in program.input_refs]
-        data = frames if program is not None and program.reads_data else []
-        if self.events.on:
-            self.events.emit('WORKER_SEND', handle.label, 'RunProgram', session=session.number,
-                             worker=handle.index, program=program_id,
-                             ops=program.ops if program else 0, fetch=len(fetches),
-                             releases=len(releases), bytes=sum(map(_nbytes, data)),
-                             first=encoded is not None)
-        self._send(handle.identity, RunProgram(
-            session.number, program_id, encoded, message.base, externals,
-            message.literals if program else [], releases, fetches, request, forget,
-            session.shared_memory_probe if fetches else '',
-        ), data)
-        self.bytes_from_clients += sum(map(_nbytes, data))
 
     def dump(self, identity: bytes, message: DumpRequest, frames: list) -> None:
         session = self.sessions.get(identity)
@@ -425,8 +333,8 @@ class Dispatcher:
         if session is not None:
             self.session_numbers.pop(session.number, None)
             self.scheduler.forget(session)
-            if self.events.on:
-                self.events.emit('DISCONNECT', session.client, 'Goodbye',
+            if self.monitor.on:
+                self.monitor.emit('DISCONNECT', session.client, 'Goodbye',
                                  session=session.number, reason=reason, ops=session.ops)
             diagnostics.verbose('dispatcher', f'client {session.client} left ({reason}): '
                                 f'session {session.number}, {session.ops} ops')
@@ -453,151 +361,17 @@ class Dispatcher:
 
     # ---- workers -------------------------------------------------------------------------
     def _admitted(self, identity: bytes, token: object, who: str) -> bool:
-        """Whether a Hello or Register carries the server's token (compared in constant
-        time); a refusal tells the peer why and the operator who was turned away."""
-        if self.limits.token is None:
-            return True
-        if isinstance(token, str) and hmac.compare_digest(token.encode(),
-                                                          self.limits.token.encode()):
+        """Whether a Hello or Register carries the server's token; a refusal tells the
+        peer why and the operator who was turned away."""
+        if self.limits.admits(token):
             return True
         address = 'a local socket'
         with contextlib.suppress(zmq.ZMQError, AttributeError):
             address = self.last_header.get('Peer-Address') or address
         print(f'gt.server: refused {who} from {address}: wrong or missing token',
               file=sys.stderr, flush=True)
-        self._send(identity, Refused('wrong or missing token: set GT_TOKEN to the token the '
-                                     'server was started with (gt.server --token)'))
+        self._send(identity, Refused(REFUSAL))
         return False
-
-    def register(self, identity: bytes, message: Register, frames: list) -> None:
-        if not self._admitted(identity, message.token, f'worker {message.name}'):
-            return
-        handle = self.worker_by_identity.get(identity)
-        if handle is not None:
-            if not handle.alive:  # back after a stall: it dropped its state, so start clean
-                handle.alive, handle.last_seen = True, time.monotonic()
-                handle.programs.clear()
-                handle.in_flight = 0
-                handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
-                self._announce_peers()
-                self._welcome_waiting()
-            return
-        handle = WorkerHandle(len(self.workers), identity, str(message.name),
-                              str(message.device), str(message.host), message.pid,
-                              time.monotonic(), peer_endpoints=[
-                                  str(e) for e in message.peer_endpoints])
-        self.workers.append(handle)
-        self.worker_by_identity[identity] = handle
-        if self.events.on:
-            self.events.emit('WORKER_JOIN', handle.label, 'Register', worker=handle.index,
-                             name=handle.name, device=handle.device, host=handle.host)
-        diagnostics.verbose('dispatcher', f'worker {handle.index} joined: {handle.device} on '
-                            f'{handle.host} (pid {handle.pid})')
-        self._announce_peers()
-        self._welcome_waiting()
-
-    def _announce_peers(self) -> None:
-        """Tell every live worker its index and where its peers are (and which are lost)."""
-        peers = [[w.index, w.host, w.peer_endpoints, w.alive] for w in self.workers]
-        for handle in self._live_workers():
-            self._send(handle.identity, Peers(handle.index, peers, self.salt,
-                                              self.reporting_programs))
-
-    def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
-        if not isinstance(message.worker, bytes):
-            return
-        handle = self.worker_by_identity.get(message.worker)
-        if handle is None or not handle.alive:
-            # A worker of a previous dispatcher, or one declared lost during a stall: its
-            # state is stale either way, so it starts afresh.
-            self._send(message.worker, Reregister())
-            return
-        handle.last_seen = time.monotonic()
-        if isinstance(message.activity, dict):
-            self._note_activity(handle, message.activity)
-
-    def _note_activity(self, handle: WorkerHandle, activity: dict) -> None:
-        """A worker's report since its last beat: per-session worker-seconds, and its
-        programs' start and end times for the log. A report sent before a fetch's reply
-        has no memory figure: the previous one stands."""
-        if 'memory' not in activity and 'memory' in handle.activity:
-            activity = {**activity, 'memory': handle.activity['memory']}
-        handle.activity = activity
-        sessions = {session.number: session for session in self.sessions.values()}
-        for number, seconds in dict(activity.get('sessions') or {}).items():
-            session = sessions.get(number)
-            if session is not None and isinstance(seconds, (int, float)):
-                session.worker_seconds[handle.index] = (
-                    session.worker_seconds.get(handle.index, 0.0) + seconds)
-        if not self.events.on:
-            return
-        for start, end, number, program, ops, kinds, compiled in activity.get('events') or []:
-            self.events.emit('WORKER_START', handle.label, 'Program', wall=start,
-                             session=number, worker=handle.index, program=program, ops=ops,
-                             kinds=kinds)
-            self.events.emit('WORKER_END', handle.label, 'Program', wall=end, session=number,
-                             worker=handle.index, program=program, ops=ops, kinds=kinds,
-                             seconds=end - start, compiled=compiled)
-
-    def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
-        handle = self.worker_by_identity.get(identity)
-        pending = self.pending.get(message.request) if isinstance(message.request, int) else None
-        if handle is None:
-            return
-        if isinstance(message, Fetched) and isinstance(message.seconds, (int, float)):
-            owner = self.sessions.get(pending.identity) if pending else None
-            self.scheduler.done(handle.index, owner, message.seconds)  # it ends a RunProgram
-        if pending is None or handle.index not in pending.workers:
-            return
-        if self.events.on:
-            errors = len(message.errors) if isinstance(message, Fetched) else 0
-            self.events.emit('WORKER_RECV', handle.label, type(message).__name__,
-                             worker=handle.index, request=message.request,
-                             success=errors == 0, errors=errors,
-                             bytes=sum(map(_nbytes, frames)))
-        pending.workers.discard(handle.index)
-        if isinstance(message, Stats):
-            pending.stats.extend(dict(s, index=handle.index) for s in message.workers)
-        else:
-            # Put each value back at its place in the client's fetch list.
-            frames = iter(frames)
-            for (position, piece), header in zip(pending.positions.get(handle.index, []),
-                                                 message.tensors):
-                pending.tensors[position][piece] = header
-                has_frame = header is not None and len(header) == 2  # not in shared memory
-                pending.frames[position][piece] = next(frames) if has_frame else None
-            pending.errors.extend(message.errors)
-        if not pending.workers:
-            self._finish(message.request)
-
-    def _check_liveness(self) -> None:
-        now = time.monotonic()
-        for handle in self._live_workers():
-            if now - handle.last_seen > HEARTBEAT_TIMEOUT:
-                self._lose(handle)
-        for identity, session in list(self.sessions.items()):
-            if now - session.last_seen > SESSION_TIMEOUT:
-                self._end_session(identity, 'timeout')  # its client died without goodbye
-
-    def _lose(self, handle: WorkerHandle) -> None:
-        handle.alive = False
-        if self.events.on:
-            self.events.emit('WORKER_LOST', handle.label, 'Heartbeat', worker=handle.index)
-        diagnostics.verbose('dispatcher', f'worker {handle.index} ({handle.name}) was lost: '
-                            f'no heartbeat for {HEARTBEAT_TIMEOUT} s')
-        self._announce_peers()  # ends any wait for a piece from it
-        report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
-        for request, pending in list(self.pending.items()):
-            if handle.index in pending.workers:
-                pending.workers.discard(handle.index)
-                pending.errors.append([None, None, 'worker', report])
-                if not pending.workers:
-                    self._finish(request)
-        self.scheduler.lost(handle.index)
-        live = self._live_workers()
-        for session in self.sessions.values():
-            if session.home_worker == handle.index and live:
-                session.home_worker = live[0].index
 
     # ---- replies -------------------------------------------------------------------------
     def _open_request(self, identity: bytes, client_request: int, workers: set,
@@ -618,10 +392,10 @@ class Dispatcher:
             return self._send(pending.identity, Stats(pending.request, pending.stats,
                                                       self._own_stats(session)))
         tensors, frames = pending.joined()
-        if self.events.on and session is not None:
-            self.events.emit('SEND', session.client, 'Fetched', session=session.number,
+        if self.monitor.on and session is not None:
+            self.monitor.emit('SEND', session.client, 'Fetched', session=session.number,
                              tensors=len(tensors), success=not errors, errors=len(errors),
-                             bytes=sum(map(_nbytes, frames)))
+                             bytes=sum(map(nbytes, frames)))
         self._send(pending.identity, Fetched(pending.request, tensors, errors), frames)
 
     def _reply_error(self, session: Session, client_request: int) -> None:
@@ -630,8 +404,8 @@ class Dispatcher:
 
     def _own_stats(self, session: Session | None) -> dict:
         return {
-            'monitor_port': self.events.monitor_port,
-            'session': _accounting(session, self.workers) if session else None,
+            'monitor_port': self.monitor.port,
+            'session': accounting(session) if session else None,
             'sessions': len(self.sessions),
             'session_values': len(session.values) if session else 0,
             'plans_cached': len(self.planner.cache),
@@ -641,35 +415,6 @@ class Dispatcher:
             'bytes_relayed': self.bytes_to_workers - self.bytes_from_clients,
         }
 
-    # ---- the monitor -----------------------------------------------------------------------
-    def _serve_monitor(self) -> None:
-        """Count subscribers; tell workers whether to report programs; publish stats."""
-        self.events.poll_subscriptions()
-        if self.events.on != self.reporting_programs:
-            self.reporting_programs = self.events.on
-            self._announce_peers()
-        now = time.monotonic()
-        if self.events.subscribers and now >= self.next_stats:
-            self.next_stats = now + STATS_SECONDS
-            self.events.publish(b'stats', self._monitor_stats())
-
-    def _monitor_stats(self) -> dict:
-        workers = [{'index': w.index, 'name': w.name, 'device': w.device, 'host': w.host,
-                    'alive': w.alive, **{k: v for k, v in w.activity.items() if k != 'events'}}
-                   for w in self.workers]
-        sessions = [_accounting(session, self.workers) for session in self.sessions.values()]
-        return {'time': self.events.seconds(), 'workers': workers, 'sessions': sessions}
-
-    def _sessions_homed_on(self, handle: WorkerHandle) -> int:
-        return sum(session.home_worker == handle.index for session in self.sessions.values())
-
-    def _live_workers(self) -> list[WorkerHandle]:
-        return [w for w in self.workers if w.alive]
-
-    def _describe(self, handle: WorkerHandle) -> dict:
-        return {'index': handle.index, 'name': handle.name, 'device': handle.device,
-                'host': handle.host, 'pid': handle.pid}
-
 
 
 def _weight(value: object) -> float:
@@ -677,26 +422,3 @@ def _weight(value: object) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
         return float(value)
     return 1.0
-
-
-def _top_ops(plan: Plan | None, count: int = 3) -> str:
-    """The fragment's commonest ops, for a log line: `matmul:2,add:4`."""
-    if plan is None:
-        return '-'
-    return ','.join(f'{op}:{n}' for op, n in list(plan.ops.items())[:count]) or '-'
-
-
-def _accounting(session: Session, workers: list[WorkerHandle]) -> dict:
-    """A session's numbers: ops and programs submitted, worker-seconds and bytes held per
-    worker (from the shapes and placements of the values it holds)."""
-    held: dict[int, int] = {}
-    for entry in session.values.values():
-        for worker, size in bytes_per_worker(*entry).items():
-            held[worker] = held.get(worker, 0) + size
-    return {'number': session.number, 'client': session.client, 'ops': session.ops,
-            'programs': session.programs, 'values': len(session.values),
-            'worker_seconds': dict(session.worker_seconds), 'bytes': held}
-
-
-def _nbytes(frame) -> int:
-    return memoryview(frame.buffer if isinstance(frame, zmq.Frame) else frame).nbytes

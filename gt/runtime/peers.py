@@ -1,6 +1,5 @@
 """What the dispatcher remembers about its peers: each worker, each client's session (and
-the bytes it holds), each request still waiting for workers to answer, and the limits
-the server enforces."""
+the bytes it holds), and each request still waiting for workers to answer."""
 
 import time
 from collections import OrderedDict, deque
@@ -131,21 +130,6 @@ class PendingRequest:
                 axis = None if isinstance(layout, Partial) else layout.axis
                 tensors.append({'axis': axis, 'pieces': headers})
         return tensors, frames
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What the server bounds: who may connect (`token`), how large one message may be,
-    and how many bytes one session may hold over all workers (None: no bound)."""
-
-    token: str | None = None
-    max_message_bytes: int = 0
-    session_memory: int | None = None
-
-
-class OutOfMemory(Exception):
-    """A session's fragment would take it past its memory limit; the client raises
-    gt.OutOfMemoryError."""
 
 
 DTYPE_SIZES = {name: dtype.itemsize for name, dtype in TORCH_DTYPES.items()}

@@ -1,0 +1,207 @@
+"""The dispatcher's side of its workers, a mixin of `Dispatcher` kept apart to keep files
+short: workers joining and being lost, their heartbeats and replies, and the programs
+sent to them (a program's encoding travels the first time a worker gets it; the
+dispatcher mirrors each worker's cache of decoded programs).
+"""
+
+import os
+import time
+
+import zmq
+
+from gt.runtime import diagnostics
+from gt.runtime.peers import Session, WorkerHandle
+from gt.runtime.planner import WorkerPlan
+from gt.runtime.protocol import (
+    Done,
+    Fetched,
+    Heartbeat,
+    Peers,
+    Register,
+    Reregister,
+    RunProgram,
+    Stats,
+    Submit,
+)
+from gt.runtime.scheduler import Fragment
+
+HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
+# Clients send KeepAlive every second; a session silent this long belongs to a dead client.
+SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
+PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
+PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
+
+
+class WorkerLinks:
+    def _program_id(self, encoded: bytes) -> int:
+        """Ids are never reused, so a worker can never run a program under a stale id."""
+        program_id = self.program_ids.get(encoded)
+        if program_id is None:
+            program_id = self.program_ids[encoded] = next(self.program_counter)
+            if len(self.program_ids) > PROGRAM_IDS_KEPT:
+                self.program_ids.popitem(last=False)
+        else:
+            self.program_ids.move_to_end(encoded)
+        return program_id
+
+    def _send_scheduled(self, session: Session, fragment: Fragment, worker: int,
+                        program: WorkerPlan | None, releases: list, fetches: list) -> None:
+        self._send_work(session, fragment.message, fragment.frames, worker, program, releases,
+                        fetches, fragment.request)
+
+    def done(self, identity: bytes, message: Done, frames: list) -> None:
+        handle = self.worker_by_identity.get(identity)
+        if handle is None or not isinstance(message.session, int):
+            return
+        seconds = message.seconds if isinstance(message.seconds, (int, float)) else 0.0
+        self.scheduler.done(handle.index, self.session_numbers.get(message.session), seconds)
+
+    def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
+                   program: WorkerPlan | None, releases: list, fetches: list,
+                   request: int) -> None:
+        handle = self.workers[worker]
+        program_id, encoded, externals, forget = -1, None, [], []
+        if program is not None:
+            program_id = self._program_id(program.program)
+            if program_id in handle.programs:
+                handle.programs.move_to_end(program_id)
+            else:
+                encoded = program.program
+                handle.programs[program_id] = None
+                while len(handle.programs) > PROGRAMS_PER_WORKER:
+                    forget.append(handle.programs.popitem(last=False)[0])
+            externals = [message.externals[i] for i in program.input_refs]
+        data = frames if program is not None and program.reads_data else []
+        if self.monitor.on:
+            self.monitor.emit('WORKER_SEND', handle.label, 'RunProgram', session=session.number,
+                             worker=handle.index, program=program_id,
+                             ops=program.ops if program else 0, fetch=len(fetches),
+                             releases=len(releases), bytes=sum(map(nbytes, data)),
+                             first=encoded is not None)
+        self._send(handle.identity, RunProgram(
+            session.number, program_id, encoded, message.base, externals,
+            message.literals if program else [], releases, fetches, request, forget,
+            session.shared_memory_probe if fetches else '',
+        ), data)
+        self.bytes_from_clients += sum(map(nbytes, data))
+
+    def register(self, identity: bytes, message: Register, frames: list) -> None:
+        if not self._admitted(identity, message.token, f'worker {message.name}'):
+            return
+        handle = self.worker_by_identity.get(identity)
+        if handle is not None:
+            if not handle.alive:  # back after a stall: it dropped its state, so start clean
+                handle.alive, handle.last_seen = True, time.monotonic()
+                handle.programs.clear()
+                handle.in_flight = 0
+                handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
+                self._announce_peers()
+                self._welcome_waiting()
+            return
+        handle = WorkerHandle(len(self.workers), identity, str(message.name),
+                              str(message.device), str(message.host), message.pid,
+                              time.monotonic(), peer_endpoints=[
+                                  str(e) for e in message.peer_endpoints])
+        self.workers.append(handle)
+        self.worker_by_identity[identity] = handle
+        if self.monitor.on:
+            self.monitor.emit('WORKER_JOIN', handle.label, 'Register', worker=handle.index,
+                             name=handle.name, device=handle.device, host=handle.host)
+        diagnostics.verbose('dispatcher', f'worker {handle.index} joined: {handle.device} on '
+                            f'{handle.host} (pid {handle.pid})')
+        self._announce_peers()
+        self._welcome_waiting()
+
+    def _announce_peers(self) -> None:
+        """Tell every live worker its index and where its peers are (and which are lost)."""
+        peers = [[w.index, w.host, w.peer_endpoints, w.alive] for w in self.workers]
+        for handle in self._live_workers():
+            self._send(handle.identity, Peers(handle.index, peers, self.salt,
+                                              self.monitor.reporting_programs))
+
+    def heartbeat(self, identity: bytes, message: Heartbeat, frames: list) -> None:
+        if not isinstance(message.worker, bytes):
+            return
+        handle = self.worker_by_identity.get(message.worker)
+        if handle is None or not handle.alive:
+            # A worker of a previous dispatcher, or one declared lost during a stall: its
+            # state is stale either way, so it starts afresh.
+            self._send(message.worker, Reregister())
+            return
+        handle.last_seen = time.monotonic()
+        if isinstance(message.activity, dict):
+            self.monitor.note_activity(handle, message.activity, self.session_numbers)
+
+    def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
+        handle = self.worker_by_identity.get(identity)
+        pending = self.pending.get(message.request) if isinstance(message.request, int) else None
+        if handle is None:
+            return
+        if isinstance(message, Fetched) and isinstance(message.seconds, (int, float)):
+            owner = self.sessions.get(pending.identity) if pending else None
+            self.scheduler.done(handle.index, owner, message.seconds)  # it ends a RunProgram
+        if pending is None or handle.index not in pending.workers:
+            return
+        if self.monitor.on:
+            errors = len(message.errors) if isinstance(message, Fetched) else 0
+            self.monitor.emit('WORKER_RECV', handle.label, type(message).__name__,
+                             worker=handle.index, request=message.request,
+                             success=errors == 0, errors=errors,
+                             bytes=sum(map(nbytes, frames)))
+        pending.workers.discard(handle.index)
+        if isinstance(message, Stats):
+            pending.stats.extend(dict(s, index=handle.index) for s in message.workers)
+        else:
+            # Put each value back at its place in the client's fetch list.
+            frames = iter(frames)
+            for (position, piece), header in zip(pending.positions.get(handle.index, []),
+                                                 message.tensors):
+                pending.tensors[position][piece] = header
+                has_frame = header is not None and len(header) == 2  # not in shared memory
+                pending.frames[position][piece] = next(frames) if has_frame else None
+            pending.errors.extend(message.errors)
+        if not pending.workers:
+            self._finish(message.request)
+
+    def _check_liveness(self) -> None:
+        now = time.monotonic()
+        for handle in self._live_workers():
+            if now - handle.last_seen > HEARTBEAT_TIMEOUT:
+                self._lose(handle)
+        for identity, session in list(self.sessions.items()):
+            if now - session.last_seen > SESSION_TIMEOUT:
+                self._end_session(identity, 'timeout')  # its client died without goodbye
+
+    def _lose(self, handle: WorkerHandle) -> None:
+        handle.alive = False
+        if self.monitor.on:
+            self.monitor.emit('WORKER_LOST', handle.label, 'Heartbeat', worker=handle.index)
+        diagnostics.verbose('dispatcher', f'worker {handle.index} ({handle.name}) was lost: '
+                            f'no heartbeat for {HEARTBEAT_TIMEOUT} s')
+        self._announce_peers()  # ends any wait for a piece from it
+        report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
+        for request, pending in list(self.pending.items()):
+            if handle.index in pending.workers:
+                pending.workers.discard(handle.index)
+                pending.errors.append([None, None, 'worker', report])
+                if not pending.workers:
+                    self._finish(request)
+        self.scheduler.lost(handle.index)
+        live = self._live_workers()
+        for session in self.sessions.values():
+            if session.home_worker == handle.index and live:
+                session.home_worker = live[0].index
+
+    def _sessions_homed_on(self, handle: WorkerHandle) -> int:
+        return sum(session.home_worker == handle.index for session in self.sessions.values())
+
+    def _live_workers(self) -> list[WorkerHandle]:
+        return [w for w in self.workers if w.alive]
+
+    def _describe(self, handle: WorkerHandle) -> dict:
+        return {'index': handle.index, 'name': handle.name, 'device': handle.device,
+                'host': handle.host, 'pid': handle.pid}
+
+
+def nbytes(frame) -> int:
+    return memoryview(frame.buffer if isinstance(frame, zmq.Frame) else frame).nbytes
