@@ -288,6 +288,27 @@ def start_cluster():
         created.stop()
 
 
+# A short training loop for tests that need clients at work: `shard` puts its data on
+# workers 0 and 1 (so its steps move values between them).
+TRAINING_CLIENT = """
+import contextlib, gt
+from gt import ShardConfig, SignalConfig
+gt.connect({address!r})
+gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+gt.manual_seed({seed})
+with gt.signal.context('pair') if {shard} else contextlib.nullcontext():
+    x = gt.randn(64, 32)
+w = gt.randn(32, 8, requires_grad=True)
+for _ in range(3):
+    loss = (x @ w).relu().sum()
+    loss.backward()
+    with gt.no_grad():
+        w -= 0.01 * w.grad
+    w.grad = None
+    loss.item()
+"""
+
+
 def submit_message(**given):
     """A protocol `Submit` with `given` fields; the others empty (b'', 0, [], request 0), so
     that raw-socket tests keep working as the message grows fields."""

@@ -10,7 +10,13 @@ import sys
 import time
 
 import pytest
-from gt_test_support import connected, finish_script, run_script, start_script
+from gt_test_support import (
+    TRAINING_CLIENT,
+    connected,
+    finish_script,
+    run_script,
+    start_script,
+)
 
 import gt
 from gt.runtime.events import format_line, parse_line
@@ -22,25 +28,6 @@ SEED_SAMPLE = """\
 [TAPE 0.003s] WORKER_SEND  | auto_worker     | WorkerOp  | op=matmul result=127.0.0.1:59712_2
 [TAPE 0.004s] WORKER_RECV  | auto_worker     | WorkerOp  | success=True
 [TAPE 0.004s] SEND         | 127.0.0.1:59712 | BinaryOp  | success=True"""
-
-CLIENT = """
-import sys, gt
-from gt import ShardConfig, SignalConfig
-gt.connect(sys.argv[1] if len(sys.argv) > 1 else '{address}')
-gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
-gt.manual_seed({seed})
-with gt.signal.context('pair'):
-    x = gt.randn(64, 32)
-w = gt.randn(32, 8, requires_grad=True)
-for _ in range(3):
-    loss = (x @ w).relu().sum()
-    loss.backward()
-    with gt.no_grad():
-        w -= 0.01 * w.grad
-    w.grad = None
-print(float(loss))
-"""
-
 
 def test_lines_have_the_seeds_format_and_parse_back():
     for line in SEED_SAMPLE.splitlines():
@@ -61,7 +48,8 @@ def test_lines_have_the_seeds_format_and_parse_back():
 def test_two_clients_on_two_workers_log_every_event_kind(start_cluster, tmp_path):
     log = tmp_path / 'ops.log'
     cluster = start_cluster(workers=2, env={'GT_INSTRUCTION_LOG': str(log)})
-    clients = [start_script(CLIENT.format(address=cluster.address, seed=seed))
+    clients = [start_script(TRAINING_CLIENT.format(address=cluster.address, seed=seed,
+                                                       shard=True))
                for seed in (1, 2)]
     results = [finish_script(client) for client in clients]
     assert all(r.returncode == 0 for r in results), [r.explain() for r in results]

@@ -10,28 +10,10 @@ import time
 
 import matplotlib.image
 import pytest
-from gt_test_support import Cluster, finish_script, start_script
+from gt_test_support import TRAINING_CLIENT, Cluster, finish_script, start_script
 
 from gt.scripts.timeline import figure_size
 from gt.scripts.visualize import load_trace
-
-CLIENT = """
-import contextlib, gt
-from gt import ShardConfig, SignalConfig
-gt.connect({address!r})
-gt.register_config('pair', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
-gt.manual_seed({seed})
-with gt.signal.context('pair') if {shard} else contextlib.nullcontext():
-    x = gt.randn(64, 32)
-w = gt.randn(32, 8, requires_grad=True)
-for _ in range(3):
-    loss = (x @ w).relu().sum()
-    loss.backward()
-    with gt.no_grad():
-        w -= 0.01 * w.grad
-    w.grad = None
-    loss.item()
-"""
 
 # Two fragments of one session on one worker, as the dispatcher writes them: the runs are
 # reported after the sends (and out of time order), the fetch is answered last.
@@ -77,7 +59,8 @@ def run_log(tmp_path_factory):
     cluster = Cluster(workers=2, env={'GT_INSTRUCTION_LOG': str(log)})
     try:
         cluster.wait_ready()
-        clients = [start_script(CLIENT.format(address=cluster.address, seed=seed, shard=shard))
+        clients = [start_script(TRAINING_CLIENT.format(address=cluster.address, seed=seed,
+                                                       shard=shard))
                    for seed, shard in ((1, True), (2, False))]
         results = [finish_script(client) for client in clients]
         assert all(r.returncode == 0 for r in results), [r.explain() for r in results]

@@ -62,7 +62,7 @@ class LRScheduler:
         return self._last_lr
 
     def get_lr(self) -> list[float]:
-        raise NotImplementedError
+        raise NotImplementedError(f'{type(self).__name__} does not define get_lr()')
 
     def step(self, epoch: int | None = None) -> None:
         if self._step_count == 1:
