@@ -33,7 +33,7 @@ REFUSED = frozenset({
     'torch.sym_float', 'torch.sym_max', 'torch.sym_min', 'torch.sym_not', 'torch.sym_ite',
     'torch.sym_sum', 'torch.sym_fresh_size', 'torch.get_default_dtype', 'torch.get_device',
     'torch.get_num_threads', 'torch.get_num_interop_threads', 'torch.import_ir_module',
-    'torch.import_ir_module_from_buffer', 'torch.autocast', 'torch.chunk_default',
+    'torch.import_ir_module_from_buffer', 'torch.autocast',
     'Tensor.tolist', 'Tensor.numpy', 'Tensor.item', 'Tensor.data_ptr', 'Tensor.storage',
     'Tensor.untyped_storage', 'Tensor.backward', 'Tensor.register_hook',
     'Tensor.register_post_accumulate_grad_hook', 'Tensor.retain_grad', 'Tensor.requires_grad_',
@@ -42,7 +42,6 @@ REFUSED = frozenset({
     'Tensor.resize_', 'Tensor.resize_as_', 'Tensor.detach_', 'Tensor.dim_order',
     'Tensor.storage_offset', 'Tensor.is_pinned', 'Tensor.is_shared', 'Tensor.get_device',
     'Tensor.module_load', 'Tensor.new', 'Tensor.type', 'Tensor.to_dense', 'Tensor.to_sparse',
-    'Tensor.untyped_storage',
 })
 REFUSED_PREFIXES = ('_', 'set_', 'is_inference', 'is_grad', 'is_anomaly', 'is_autocast',
                     'is_deterministic', 'is_warn', 'are_deterministic', 'get_', 'save',

@@ -20,10 +20,6 @@ _on = {component: os.environ.get(f'GT_DEBUG_{component.upper()}') == '1'
 _on['verbose'] = os.environ.get('GT_VERBOSE') == '1'
 
 
-def debugging(component: str) -> bool:
-    return _on[component]
-
-
 def debug(component: str, message: str | Callable[[], str]) -> None:
     """Print `message` (or what it returns, so costly text is built only when printed)
     if `GT_DEBUG_<COMPONENT>=1`."""
