@@ -17,10 +17,12 @@ import sys
 import tempfile
 import textwrap
 import time
+import zlib
 from dataclasses import dataclass
 
 import hypothesis
 import pytest
+import torch
 
 # Before anything imports gt: the client reads these at import time, and every process
 # started below inherits them.
@@ -39,6 +41,15 @@ hypothesis.settings.load_profile(
 # Test modules import these helpers as `gt_test_support`: the name `conftest` is not theirs
 # to import, since pytest rebinds it to whichever conftest.py it loaded last (tests/api has one).
 sys.modules.setdefault('gt_test_support', sys.modules[__name__])
+
+
+@pytest.fixture(autouse=True)
+def seeded_torch(request):
+    """torch seeds its default generator anew in each process (2.13), so a torch model's
+    initial weights would differ run to run: seed it from the test's id, as the tests seed
+    their data, so a test sees the same numbers every run, whatever ran before it."""
+    torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
+
 
 STOP_SECONDS = 5.0
 READY_SECONDS = 90.0  # a loaded 2-core machine imports torch in several processes at once

@@ -133,6 +133,22 @@ def test_tanh_backward_differentiates_again():
     torch.testing.assert_close(second.data, t_second)
 
 
+@pytest.mark.parametrize('approximate', ['none', 'tanh'])
+def test_gelu_backward_differentiates_again(approximate):
+    """'gelu_backward' has gradients for the cotangent and the input: second derivatives
+    of gelu, exact and tanh-approximated, as torch's."""
+    import gt
+    values = [0.3, -1.2, 2.0, 0.0, -4.0]
+    x = gt.tensor(values, dtype=torch.float64, requires_grad=True)
+    tx = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = gt.autograd.grad(_gelu(x, approximate).sum(), x, create_graph=True)
+    (t_first,) = torch.autograd.grad(torch.nn.functional.gelu(tx, approximate=approximate).sum(),
+                                     tx, create_graph=True)
+    (second,) = gt.autograd.grad((first * first * x).sum(), x)
+    (t_second,) = torch.autograd.grad((t_first * t_first * tx).sum(), tx)
+    torch.testing.assert_close(second.data, t_second)
+
+
 def test_unary_at_kinks():
     """Where torch picks a subgradient: relu and abs at 0, clamp at its bounds (inclusive),
     gelu at 0 and far out."""

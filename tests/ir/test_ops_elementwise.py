@@ -112,6 +112,16 @@ def test_tanh_backward_is_torchs_kernel(dtype):
                  torch.ops.aten.tanh_backward(gradient, output))
 
 
+@pytest.mark.parametrize('approximate', ['none', 'tanh'])
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+def test_gelu_backward_is_torchs_kernel(dtype, approximate):
+    """gelu's gradient: torch's kernel, whose slope separate ops match only to an ulp."""
+    for shape in [(3, 5), (), (0, 2)]:
+        gradient, x = tensor(shape, dtype), tensor(shape, dtype)
+        check_op('gelu_backward', [gradient, x], {'approximate': approximate},
+                 torch.ops.aten.gelu_backward(gradient, x, approximate=approximate))
+
+
 @pytest.mark.parametrize('decimals', [1, 2, -1])
 def test_round_to_decimals(decimals):
     x = tensor((3, 4)) * 100

@@ -183,25 +183,52 @@ def _sqrt_grad(emit, inputs, grads):
 
 
 def _gelu_grad(emit, inputs, grads, approximate):
-    """torch's gelu_backward. The table has no erf, so the exact mode reads the normal
-    CDF off gelu itself (gelu(x) / x, which is 1/2 at 0); torch computes gelu(x) as
-    x * cdf(x), so the division returns cdf(x) to within a rounding."""
+    """torch's own gelu_backward kernel: the same slope from separate ops is an ulp off,
+    and Adam turns an ulp in a nearly-zero gradient into a visible step."""
     (x,), (g,) = inputs, grads
+    return [emit('gelu_backward', g, x, approximate=approximate)]
+
+
+def _gelu_backward_type(types, approximate):
+    gradient, x = types
+    if gradient != x:
+        raise ValueError(f'gelu_backward: the gradient {gradient} and the input {x} must have '
+                         'one shape and dtype')
+    return _gelu_type((x,), approximate)
+
+
+def _np_gelu_backward(gradient, x, approximate):
+    def slope(x):
+        if approximate == 'tanh':
+            beta, kappa = math.sqrt(2 / math.pi), 0.044715
+            t = np.tanh(beta * (x + kappa * x**3))
+            return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x * x)
+        cdf = 0.5 * (1 + _erf(x / math.sqrt(2)))
+        return cdf + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return np.asarray(gradient * np_floating(slope)(x)).astype(gradient.dtype)
+
+
+def _gelu_backward_grad(emit, inputs, grads, approximate):
+    """d/dg is gelu's slope (the kernel again, with g's cotangent); d/dx is g times
+    gelu's second derivative, from ops."""
+    (gradient, x), (g,) = inputs, grads
     if approximate == 'tanh':
         beta, kappa = math.sqrt(2 / math.pi), 0.044715
         square = emit('mul', x, x)
-        inner = emit('mul', beta, emit('add', x, emit('mul', kappa, emit('mul', square, x))))
-        tanh_inner = emit('tanh', inner)
-        left = emit('mul', 0.5, x)
-        left_slope = emit('mul', 0.5, emit('add', 1, tanh_inner))
-        right_slope = emit('mul', emit('mul', emit('mul', left, emit(
-            'sub', 1, emit('mul', tanh_inner, tanh_inner))), beta),
-            emit('add', 1, emit('mul', 3 * kappa, square)))
-        return [emit('mul', g, emit('add', left_slope, right_slope))]
-    cdf = emit('where', emit('eq', x, 0), 0.5, emit('div', emit('gelu', x, approximate='none'), x))
-    pdf = emit('mul', emit('exp', emit('mul', emit('mul', x, x), -0.5)),
-               1 / math.sqrt(2 * math.pi))
-    return [emit('mul', g, emit('add', cdf, emit('mul', x, pdf)))]
+        cube = emit('mul', square, x)
+        t = emit('tanh', emit('mul', beta, emit('add', x, emit('mul', kappa, cube))))
+        inner_slope = emit('mul', beta, emit('add', 1, emit('mul', 3 * kappa, square)))
+        inner_curve = emit('mul', 6 * beta * kappa, x)
+        bend = emit('sub', inner_curve, emit('mul', emit('mul', 2, t),
+                                             emit('mul', inner_slope, inner_slope)))
+        curve = emit('mul', emit('sub', 1, emit('mul', t, t)),
+                     emit('add', inner_slope, emit('mul', emit('mul', 0.5, x), bend)))
+    else:
+        pdf = emit('mul', emit('exp', emit('mul', emit('mul', x, x), -0.5)),
+                   1 / math.sqrt(2 * math.pi))
+        curve = emit('mul', pdf, emit('sub', 2, emit('mul', x, x)))
+    return [emit('gelu_backward', g, x, approximate=approximate),
+            emit('mul', emit('mul', g, gradient), curve)]
 
 
 def _clamp_grad(emit, inputs, grads, min, max):
@@ -241,6 +268,8 @@ ROWS = [
           shard=pointwise()),
     OpDef('gelu', _gelu_type, torch.nn.functional.gelu, _np_gelu, grad=_gelu_grad,
           shard=pointwise()),
+    OpDef('gelu_backward', _gelu_backward_type, torch.ops.aten.gelu_backward.default,
+          _np_gelu_backward, grad=_gelu_backward_grad, shard=pointwise()),
     OpDef('logical_not', _logical_not_type, torch.logical_not,
           lambda x: np.asarray(np.logical_not(x)), shard=pointwise()),
     OpDef('bitwise_not', _bitwise_not_type, torch.bitwise_not,
