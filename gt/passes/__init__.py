@@ -7,6 +7,7 @@ runs after the pipeline and returns one graph per worker.
 from gt.ir import Graph, verify, verify_placements
 from gt.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from gt.passes.eliminate_dead_code import eliminate_dead_code
+from gt.passes.fold_transposes import fold_transposes
 from gt.passes.insert_moves import insert_moves
 from gt.passes.keep_generators_in_step import (
     generator_holders_after,
@@ -16,8 +17,8 @@ from gt.passes.lower import WorkerProgram, lower
 from gt.passes.options import PipelineOptions
 from gt.passes.propagate_placements import propagate_placements
 
-PIPELINE = [eliminate_common_subexpressions, eliminate_dead_code, propagate_placements,
-            insert_moves, keep_generators_in_step]
+PIPELINE = [eliminate_common_subexpressions, fold_transposes, eliminate_dead_code,
+            propagate_placements, insert_moves, keep_generators_in_step]
 
 
 def run_pipeline(
@@ -27,7 +28,8 @@ def run_pipeline(
     for compiler_pass in PIPELINE:
         graph = compiler_pass(graph, options)
         if check:
-            (verify if compiler_pass in PIPELINE[:3] else verify_placements)(graph)
+            moved = PIPELINE.index(compiler_pass) >= PIPELINE.index(insert_moves)
+            (verify_placements if moved else verify)(graph)
         if dump:
             print(f'// after {compiler_pass.__name__}\n{graph}')
     return graph
