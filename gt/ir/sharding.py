@@ -90,14 +90,13 @@ def reduction(sums: bool = False, linear: bool = False, averages: bool = False) 
 
 
 def along(dim_attr: str = 'dim') -> Rule:
-    """Ops that work along one axis (softmax): a shard elsewhere is kept."""
+    """Ops that work along one axis (softmax, and its gradient of several inputs of one
+    shape): a shard elsewhere is kept, by every input."""
     def rule(kinds, inputs, outputs, **attrs):
-        (kind,), (value,) = kinds, inputs
-        if not isinstance(kind, int):
+        kind = next((kind for kind in kinds if isinstance(kind, int)), None)
+        if kind is None or kind == normalize_dim('', attrs[dim_attr], len(inputs[0].shape)):
             return None
-        if kind == normalize_dim('', attrs[dim_attr], len(value.shape)):
-            return None
-        return (kind,), (kind,) * len(outputs)
+        return (kind,) * len(inputs), (kind,) * len(outputs)
     return rule
 
 
@@ -208,6 +207,23 @@ def matmul(kinds, inputs, outputs, **attrs) -> Decision:
         return ('R', right), (rank_out - 1,)
     if left == rank_a - 1 or right == rank_b - 2:
         return (rank_a - 1, rank_b - 2), ('P',)
+    return None
+
+
+def folded_mm(kinds, inputs, outputs, **attrs) -> Decision:
+    """a^T b over every leading position: shards of a leading axis on both sides leave
+    partial sums; a's last axis sharded gives the rows of the result, b's its columns."""
+    (left, right), (a, _) = kinds, inputs
+    last = len(a.shape) - 1
+    if 'P' in kinds:
+        return (kinds, ('P',)) if kinds in (('P', 'R'), ('R', 'P')) else None
+    leading = next((kind for kind in kinds if isinstance(kind, int) and kind < last), None)
+    if leading is not None:
+        return (leading, leading), ('P',)
+    if left == last:
+        return (last, 'R'), (0,)
+    if right == last:
+        return ('R', last), (1,)
     return None
 
 

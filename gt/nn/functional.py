@@ -1,6 +1,7 @@
 """torch.nn.functional for GT tensors (`import gt.nn.functional as F`): activations,
 `linear`, `dropout`, `layer_norm`, `embedding` and the losses, all built from op-table
-ops, so their gradients come from the ops' rules and they run where their inputs live.
+ops (`layer_norm` is one, torch's kernel), so their gradients come from the ops' rules
+and they run where their inputs live.
 Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs by name
 (gt/fallback.py).
 """
@@ -73,19 +74,18 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
                weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
-    """Normalize over the last dims with the biased variance, as torch's layer_norm."""
+    """Normalize over the last dims with the biased variance: torch's kernel (the
+    `layer_norm` row), whose gradient is torch's kernel too."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
         raise ValueError(f'layer_norm: normalized_shape {list(shape)} does not match the last '
                          f'dims of an input of shape {list(input.shape)}')
-    dims = list(range(input.ndim - len(shape), input.ndim))
-    centered = input - input.mean(dims, keepdim=True)
-    variance = (centered * centered).mean(dims, keepdim=True)
-    output = centered / (variance + eps).sqrt()
-    if weight is not None:
-        output = output * weight
-    if bias is not None:
-        output = output + bias
+    parameters = [p for p in (weight, bias) if p is not None]
+    if any(p.dtype != input.dtype for p in parameters):
+        # torch's own rules for mixed dtypes (a float32 weight for a half input) and errors.
+        return call('torch.nn.functional.layer_norm', (input, list(shape), weight, bias, eps), {})
+    output, _, _ = emit('layer_norm', input, *parameters, normalized_shape=list(shape),
+                        eps=float(eps), weight=weight is not None, bias=bias is not None)
     return output
 
 

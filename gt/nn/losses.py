@@ -79,10 +79,20 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     """Negative log-likelihood of integer class targets, from log-probabilities of shape
     (C,), (N, C) or (N, C, d1, ...); 'mean' divides by the summed weights of the
     targets that are not `ignore_index`, as torch does."""
-    loss, weights = _picked(input, target, weight, ignore_index, reduction, 'nll_loss')
-    if reduction == 'mean':
-        return loss.sum() / weights.sum()
-    return loss.sum() if reduction == 'sum' else loss
+    return _nll(input, target, weight, ignore_index, reduction, 'nll_loss')
+
+
+def _nll(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+         reduction: str, name: str) -> Tensor:
+    """The sums are torch's kernel (the `nll_loss_forward` row), which sums in its own
+    order; 'none' needs no sum, and picks each target's loss with a gather."""
+    _check_classes(log_p, target, weight, reduction, name)
+    if reduction == 'none':
+        return _picked(log_p, target, weight, ignore_index)
+    inputs = [log_p, target] + ([] if weight is None else [weight])
+    total, total_weight = emit('nll_loss_forward', *inputs, ignore_index=ignore_index,
+                               weight=weight is not None)
+    return total / total_weight if reduction == 'mean' else total
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -95,19 +105,16 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     n_classes = input.shape[class_dim]
     if target.dtype.is_floating_point:
         return _soft_cross_entropy(log_p, target, weight, reduction, label_smoothing)
-    loss, weights = _picked(log_p, target, weight, ignore_index, reduction, 'cross_entropy')
-    if label_smoothing:
-        every = log_p if weight is None else log_p * _class_shaped(weight, log_p, class_dim)
-        smooth = -every.sum(class_dim) * (target != ignore_index).to(log_p.dtype)
-    if reduction == 'mean':
-        total = weights.sum()
-        loss = loss.sum() / total
-        smooth = smooth.sum() / total if label_smoothing else None
-    elif reduction == 'sum':
-        loss = loss.sum()
-        smooth = smooth.sum() if label_smoothing else None
+    loss = _nll(log_p, target, weight, ignore_index, reduction, 'cross_entropy')
     if not label_smoothing:
         return loss
+    # torch's formula: the smoothing term's mean divides by the summed target weights.
+    every = log_p if weight is None else log_p * _class_shaped(weight, log_p, class_dim)
+    smooth = -every.sum(class_dim) * (target != ignore_index).to(log_p.dtype)
+    if reduction == 'mean':
+        smooth = smooth.sum() / _target_weights(target, weight, ignore_index).sum()
+    elif reduction == 'sum':
+        smooth = smooth.sum()
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / n_classes)
 
 
@@ -132,9 +139,8 @@ def _class_shaped(weight: Tensor, like: Tensor, class_dim: int) -> Tensor:
     return weight.reshape(-1, *[1] * (like.ndim - class_dim - 1))
 
 
-def _picked(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
-            reduction: str, name: str) -> tuple[Tensor, Tensor]:
-    """Each target's negated, weighted log-probability (0 where ignored), and the weights."""
+def _check_classes(log_p: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
+                   name: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     class_dim = 0 if log_p.ndim == 1 else 1
@@ -149,12 +155,22 @@ def _picked(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: 
     if weight is not None and tuple(weight.shape) != (log_p.shape[class_dim],):
         raise ValueError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
                          f'class ({log_p.shape[class_dim]})')
-    kept = target != ignore_index
-    index = target * kept  # an ignored target gathers class 0, then counts for nothing
+
+
+def _picked(log_p: Tensor, target: Tensor, weight: Tensor | None,
+            ignore_index: int) -> Tensor:
+    """Each target's negated, weighted log-probability (0 where ignored)."""
+    class_dim = 0 if log_p.ndim == 1 else 1
+    index = target * (target != ignore_index)  # an ignored target gathers class 0, weight 0
     picked = emit('gather', log_p, index.unsqueeze(class_dim), dim=class_dim).squeeze(class_dim)
-    # Without class weights the weights stay bool: products and sums promote them.
-    weights = kept if weight is None else kept * embedding_rows(weight, index)
-    return -picked * weights, weights
+    return -picked * _target_weights(target, weight, ignore_index)
+
+
+def _target_weights(target: Tensor, weight: Tensor | None, ignore_index: int) -> Tensor:
+    """Each target's class weight, 0 where ignored; without class weights they stay bool
+    (products and sums promote them)."""
+    kept = target != ignore_index
+    return kept if weight is None else kept * embedding_rows(weight, target * kept)
 
 
 def embedding_rows(weight: Tensor, index: Tensor) -> Tensor:

@@ -5,6 +5,8 @@ nothing else uses: `(a @ b)^T` becomes `b^T @ a^T`, where a transpose of a trans
 its input. A linear layer's weight gradient comes out of its rules as `(x^T @ g)^T`, a
 transposed view that the optimizer's update then reads across its rows, which is slow;
 folded, it is `g^T @ x`, contiguous, the product torch's own linear backward computes.
+The same holds for `folded_mm` (a^T b over a batch's rows), whose transpose swaps its
+operands.
 
     before:  %0 = transpose(%a0, dim0=0, dim1=1)     after:  %0 = transpose(%a1, dim0=0, dim1=1)
              %1 = matmul(%0, %a1)                            %1 = matmul(%0, %a0)
@@ -35,6 +37,11 @@ def fold_transposes(graph: Graph, options: object = None) -> Graph:
     nodes: list[Node] = []
     for node in graph.nodes:
         product = producers.get(id(node.inputs[0])) if node.inputs else None
+        if (_swaps_last_two(node) and product is not None and product.op == 'folded_mm'
+                and uses[id(product.outputs[0])] == 1):
+            nodes.append(Node('folded_mm', product.inputs[::-1], node.outputs, {},
+                              product.scope, NOTE, product.location))
+            continue
         if (not _swaps_last_two(node) or product is None or product.op != 'matmul'
                 or uses[id(product.outputs[0])] != 1
                 or any(len(operand.shape) < 2 for operand in product.inputs)):

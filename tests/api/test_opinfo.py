@@ -32,7 +32,6 @@ KNOWN_FAILURES = {
     'nn.functional.linear_cross_entropy.chunked_none': 'options object argument',
     'nn.functional.triplet_margin_with_distance_loss': 'module argument (a callable)',
     'as_strided.partial_views': 'storage offset (GT tensors are not views)',
-    'nn.functional.layer_norm': 'GT layer_norm of one element is 2e-5 off',
     '__rdiv__': 'GT Tensor has no __rdiv__',
     'tensor_split': 'indices as a tensor: torch wants it on the host, meta has no values',
     'softmax.with_dtype': 'GT softmax takes no dtype=',

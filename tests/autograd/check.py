@@ -117,3 +117,22 @@ def _backward(got: list, want: list, indices: list[int], generator: np.random.Ge
             total = total + (out.sum() if weight is None else
                              (out * make(weight, dtype=want[i].dtype)).sum())
         total.backward()
+
+
+def assert_torchs_bits(got: list[torch.Tensor], compute: Callable[[], list[torch.Tensor]]) -> None:
+    """`got` equals, bit for bit, what `compute()` gives torch at some thread count from 1
+    to all: a worker runs kernels on the threads the runtime gives it, and some kernels
+    (mm, native_layer_norm_backward's weight gradient) split their sums by thread."""
+    threads = torch.get_num_threads()
+    tried = []
+    try:
+        for count in range(threads, 0, -1):
+            torch.set_num_threads(count)
+            want = compute()
+            if all(torch.equal(a, b) for a, b in zip(got, want)):
+                return
+            tried.append(max((a - b).abs().max().item() for a, b in zip(got, want)))
+    finally:
+        torch.set_num_threads(threads)
+    raise AssertionError(f'not torch\'s bits at any thread count (largest differences, from '
+                         f'{threads} threads down: {tried})')

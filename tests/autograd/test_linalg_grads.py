@@ -1,8 +1,13 @@
-"""Gradients of 'matmul' against torch: vectors, matrices, batches and broadcast batches."""
+"""Gradients of 'matmul' against torch: vectors, matrices, batches and broadcast batches;
+a matrix times a batch gets its gradient as torch does, by 'folded_mm' (one mm over every
+row of the batch), bit for bit, and that differentiates again."""
 
 import pytest
 import torch
-from check import check_vs_torch
+from check import assert_torchs_bits, check_vs_torch, op
+
+import gt
+import gt.nn.functional as F
 
 SHAPES = [
     ((4,), (4,)),
@@ -31,3 +36,42 @@ def test_matmul_float32_and_method_form():
 def test_matmul_of_a_tensor_with_itself():
     check_vs_torch(lambda x: x @ x.T, (3, 4))
     check_vs_torch(lambda x: x @ x, (3, 3))
+
+
+@pytest.mark.parametrize('a, w', [((4, 8, 16), (64, 16)), ((4, 8, 64), (11, 64)),
+                                  ((2, 3, 5, 7), (9, 7)), ((0, 3, 4), (5, 4))], ids=str)
+def test_a_batched_linear_weight_gradient_is_torchs_bits(a, w):
+    """torch's linear (and matmul) fold a batch into one mm, whose weight gradient is one
+    mm over all its rows: the same sum per batch, then over batches, ends an ulp off."""
+    generator = torch.Generator().manual_seed(3)
+    x, weight, bias, cotangent = (torch.randn(shape, generator=generator) for shape in
+                                  (a, w, w[:1], a[:-1] + w[:1]))
+    mine = gt.tensor(weight, requires_grad=True)
+    F.linear(gt.tensor(x), mine, gt.tensor(bias)).backward(gt.tensor(cotangent))
+
+    def expected():
+        theirs = weight.clone().requires_grad_()
+        torch.nn.functional.linear(x, theirs, bias).backward(cotangent)
+        return [theirs.grad]
+    assert_torchs_bits([mine.grad.data], expected)
+
+
+def test_folded_mm_differentiates_again():
+    """'folded_mm' is linear in each operand: its gradients are matmuls, second
+    derivatives included."""
+    def fn(x, y):
+        if isinstance(x, torch.Tensor):
+            return torch.mm(x.reshape(-1, 4).t(), y.reshape(-1, 5))
+        return op('folded_mm', x, y)
+    check_vs_torch(fn, (2, 3, 4), (2, 3, 5))
+    generator = torch.Generator().manual_seed(4)
+    a, b = (torch.randn(shape, generator=generator, dtype=torch.float64)
+            for shape in ((2, 3, 4), (4, 5)))
+    x, w = gt.tensor(a, requires_grad=True), gt.tensor(b, requires_grad=True)
+    tx, tw = a.clone().requires_grad_(), b.clone().requires_grad_()
+    first = gt.autograd.grad((x @ w).tanh().sum(), [x, w], create_graph=True)
+    t_first = torch.autograd.grad((tx @ tw).tanh().sum(), [tx, tw], create_graph=True)
+    second = gt.autograd.grad(sum((f * f).sum() for f in first), [x, w])
+    t_second = torch.autograd.grad(sum((f * f).sum() for f in t_first), [tx, tw])
+    for got, want in zip(second, t_second):
+        torch.testing.assert_close(got.data, want)

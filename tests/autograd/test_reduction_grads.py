@@ -1,11 +1,14 @@
 """Gradients of the reductions ('sum', 'mean', 'amax', 'amin', 'max_dim', 'min_dim', 'var',
 'std', 'softmax', 'log_softmax') against torch: dims None, int, negative and lists, keepdim,
-ties, and 0-d inputs."""
+ties, and 0-d inputs; softmax's gradients ('softmax_backward', 'log_softmax_backward')
+are torch's kernels, bit for bit, and differentiate again as torch's do."""
 
 import numpy as np
 import pytest
 import torch
 from check import check_vs_torch
+
+import gt
 
 DIMS = [None, 0, -1, 1, [0, 2], [-1, 0], [1]]
 
@@ -98,3 +101,34 @@ def test_softmax_of_0d_and_large_values(name):
 def test_sum_of_all_with_gradient_sum():
     check_vs_torch(lambda x: x.sum(), (2, 3), gradient='sum')
     check_vs_torch(lambda x: x.mean((0, 1)), (2, 3), gradient='sum')
+
+
+@pytest.mark.parametrize('name', ['softmax', 'log_softmax'])
+def test_softmax_gradients_are_torchs_bits(name):
+    """Through torch's own _softmax_backward_data / _log_softmax_backward_data: equal,
+    not merely close, in float32."""
+    data = torch.randn(16, 11, generator=torch.Generator().manual_seed(0))
+    cotangent = torch.randn(16, 11, generator=torch.Generator().manual_seed(1))
+    x, tx = gt.tensor(data, requires_grad=True), data.clone().requires_grad_()
+    getattr(x, name)(1).backward(gt.tensor(cotangent))
+    getattr(tx, name)(1).backward(cotangent)
+    assert torch.equal(x.grad.data, tx.grad)
+
+
+@pytest.mark.parametrize('shape, dim', [((3, 5), 1), ((3, 5), 0), ((), 0), ((2, 3, 4), -1)])
+@pytest.mark.parametrize('name', ['softmax', 'log_softmax'])
+def test_softmax_backward_differentiates_again(name, shape, dim):
+    """'softmax_backward' and 'log_softmax_backward' have gradients for the cotangent and
+    the forward's output: second derivatives through both, as torch's, in float64."""
+    generator = torch.Generator().manual_seed(2)
+    data, cotangent = (torch.randn(shape, generator=generator, dtype=torch.float64)
+                       for _ in range(2))
+    x, tx = gt.tensor(data, requires_grad=True), data.clone().requires_grad_()
+    g, tg = gt.tensor(cotangent, requires_grad=True), cotangent.clone().requires_grad_()
+    (first,) = gt.autograd.grad((getattr(x, name)(dim) * g).sum(), x, create_graph=True)
+    (t_first,) = torch.autograd.grad((getattr(tx, name)(dim) * tg).sum(), tx, create_graph=True)
+    torch.testing.assert_close(first.data, t_first.detach())
+    second = gt.autograd.grad((first * first * x).sum(), [x, g])
+    t_second = torch.autograd.grad((t_first * t_first * tx).sum(), [tx, tg])
+    for got, want in zip(second, t_second):
+        torch.testing.assert_close(got.data, want)

@@ -13,6 +13,9 @@ from op_check import wire
 from gt.ir import OPS, TensorType
 
 f32, i64, b8 = 'float32', 'int64', 'bool'
+LAYER_NORM = {'normalized_shape': [3], 'eps': 1e-5, 'weight': False, 'bias': False}
+BACKWARD = {'normalized_shape': [3], 'weight': False, 'output_mask': [True, False, True]}
+NLL = {'ignore_index': -100, 'weight': False}
 
 CASES = [
     ('add', [((2, 3), f32), ((4, 3), f32)], {}, ValueError,
@@ -114,6 +117,48 @@ CASES = [
     ('index_add', [((3, 4), f32), ((2,), i64), ((2, 2), f32)], {'dim': 1}, ValueError,
      'index_add: source of shape [2, 2] must have shape [3, 2]'),
     ('index_add', [((3, 4), f32), ((2,), i64), ((3, 2), i64)], {'dim': 1}, TypeError, 'dtype'),
+    ('layer_norm', [((2, 3), f32)], LAYER_NORM | {'normalized_shape': [4]}, ValueError,
+     'layer_norm: normalized_shape [4] does not match the last dims of an input of shape '
+     '[2, 3]'),
+    ('layer_norm', [((2, 3), f32)], LAYER_NORM | {'normalized_shape': []}, ValueError,
+     'layer_norm: normalized_shape must name at least one dimension'),
+    ('layer_norm', [((2, 3), i64)], LAYER_NORM, TypeError,
+     'layer_norm: expected a floating point tensor, got int64'),
+    ('layer_norm', [((2, 3), f32), ((4,), f32)], LAYER_NORM | {'weight': True}, ValueError,
+     'layer_norm: the weight of shape [4] must have the normalized shape [3]'),
+    ('layer_norm_backward', [((2, 3), f32), ((2, 3), f32), ((2, 1), f32), ((2, 1), f32)],
+     BACKWARD | {'normalized_shape': [4]}, ValueError,
+     'layer_norm_backward: normalized_shape [4] does not match'),
+    ('softmax_backward', [((2, 3), f32), ((2, 4), f32)], {'dim': 1}, ValueError,
+     'softmax_backward: the gradient'),
+    ('log_softmax_backward', [((2, 3), i64), ((2, 3), i64)], {'dim': 1}, TypeError,
+     'log_softmax_backward: expected a floating point tensor'),
+    ('nll_loss_forward', [((4, 3), f32), ((5,), i64)], NLL, ValueError,
+     'nll_loss_forward: input of shape [4, 3] needs a target of shape [4], got [5]'),
+    ('nll_loss_forward', [((4, 3), f32), ((4,), i64), ((2,), f32)], NLL | {'weight': True},
+     ValueError, 'needs one entry per class (3)'),
+    ('nll_loss_forward', [((), f32), ((), i64)], NLL, ValueError, 'need a class dimension'),
+    ('folded_mm', [((2, 3, 4), f32), ((2, 5, 6), f32)], {}, ValueError,
+     'folded_mm: expected operands of 2 or more dims with the same leading dims, got shapes '
+     '[2, 3, 4] and [2, 5, 6]'),
+    ('folded_mm', [((2, 3), f32), ((2, 4), 'float64')], {}, TypeError, 'same dtype'),
+]
+
+# Refused by the type rules, where torch's kernels would run (a cast target), fail
+# unhelpfully or need a check of their own.
+STRICTER = [
+    ('layer_norm', [((2, 3), f32), ((3,), 'float64')], LAYER_NORM | {'weight': True},
+     TypeError, 'layer_norm: the weight has dtype float64; the input has float32'),
+    ('layer_norm_backward', [((2, 3), f32), ((2, 3), f32), ((2, 1), f32), ((2, 1), f32)],
+     BACKWARD | {'output_mask': [True, True, False]}, ValueError,
+     "layer_norm_backward: the weight's gradient needs the weight"),
+    ('layer_norm_backward', [((2, 3), f32), ((2, 3), f32), ((2, 1), f32), ((2, 1), f32)],
+     BACKWARD | {'output_mask': [False, False, False]}, ValueError, 'at least one True'),
+    ('layer_norm_backward', [((2, 3), f32), ((2, 3), f32), ((2, 3), f32), ((2, 1), f32)],
+     BACKWARD, ValueError, 'layer_norm_backward: the mean must be'),
+    ('nll_loss_forward', [((4, 3), f32), ((4,), f32)], NLL, TypeError,
+     'nll_loss_forward: expected int64 (or int32) class indices, got float32'),
+    ('folded_mm', [((3,), f32), ((3,), f32)], {}, ValueError, '2 or more dims'),
 ]
 
 
@@ -131,6 +176,14 @@ def test_type_rule_refuses_what_torch_refuses(op, inputs, attrs, error, message)
     refusals = (RuntimeError, IndexError, ValueError, TypeError, NotImplementedError, KeyError)
     with pytest.raises(refusals):
         OPS[op].torch(*(_tensor(shape, dtype) for shape, dtype in inputs), **attrs)
+
+
+@pytest.mark.parametrize('op, inputs, attrs, error, message', STRICTER,
+                         ids=[f'{case[0]}-{case[4][:30]}' for case in STRICTER])
+def test_type_rules_stricter_than_torchs_kernels(op, inputs, attrs, error, message):
+    types = tuple(TensorType(shape, dtype) for shape, dtype in inputs)
+    with pytest.raises(error, match=re.escape(message)):
+        OPS[op].infer(types, **wire(attrs))
 
 
 SOURCE_CASES = [

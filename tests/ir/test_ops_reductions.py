@@ -106,3 +106,18 @@ def test_sum_of_an_empty_dim_is_zero():
     x = torch.zeros(0, 3)
     check_op('sum', [x], {'dim': 0, 'keepdim': False}, torch.zeros(3))
     check_op('amax', [x], {'dim': 1, 'keepdim': True}, torch.amax(x, dim=1, keepdim=True))
+
+
+@pytest.mark.parametrize('shape, dim', [((2, 3, 4), 0), ((2, 3, 4), -1), ((5,), 0), ((), 0),
+                                        ((3, 0), 1), ((0, 3), 1)])
+@pytest.mark.parametrize('dtype', FLOATS, ids=str)
+def test_softmax_gradients_are_torchs_kernels(dtype, shape, dim):
+    """'softmax_backward' and 'log_softmax_backward' are torch's _softmax_backward_data
+    and _log_softmax_backward_data: the same formulas from separate ops sum in another
+    order and end an ulp off."""
+    x, gradient = tensor(shape, dtype) * 4, tensor(shape, dtype)
+    y, log_y = torch.softmax(x, dim), torch.log_softmax(x, dim)
+    check_op('softmax_backward', [gradient, y], {'dim': dim},
+             torch.ops.aten._softmax_backward_data(gradient, y, dim, dtype))
+    check_op('log_softmax_backward', [gradient, log_y], {'dim': dim},
+             torch.ops.aten._log_softmax_backward_data(gradient, log_y, dim, dtype))

@@ -100,3 +100,15 @@ def test_split(shape, sizes, dim):
 def test_matmul(a, b, dtype):
     x, y = tensor(a, dtype, low=-3, high=4), tensor(b, dtype, low=-3, high=4)
     check_op('matmul', [x, y], {}, torch.matmul(x, y))
+
+
+@pytest.mark.parametrize('dtype', [f32, torch.float64, f16, torch.bfloat16, i64], ids=str)
+@pytest.mark.parametrize('a, b', [((4, 3), (4, 5)), ((2, 3, 4), (2, 3, 5)), ((0, 3), (0, 2)),
+                                  ((2, 0, 3), (2, 0, 4)), ((1, 2, 3, 4), (1, 2, 3, 1)),
+                                  ((2, 3, 0), (2, 3, 4)), ((2, 3, 4), (2, 3, 0))])
+def test_folded_mm_is_one_mm_over_every_leading_position(a, b, dtype):
+    """folded_mm(a, b) is a.flatten(0, -2).T @ b.flatten(0, -2) by torch.mm, the product
+    torch's matmul backward computes for the matrix operand of a batched product."""
+    x, y = tensor(a, dtype, low=-3, high=4), tensor(b, dtype, low=-3, high=4)
+    check_op('folded_mm', [x, y], {},
+             torch.mm(x.flatten(0, -2).t(), y.flatten(0, -2)))

@@ -76,6 +76,19 @@ def test_layer_norm_options_and_functional_form():
     assert_close(F.layer_norm(x, (4,), w, b), torch.nn.functional.layer_norm(x_t, (4,), w_t, b_t))
     with pytest.raises(ValueError, match=r'\[5\].*\[3, 4\]'):
         F.layer_norm(x, (5,))
+    with pytest.raises(ValueError, match='at least one dimension'):
+        F.layer_norm(x, ())
+
+
+def test_layer_norm_of_mixed_dtypes_is_torchs():
+    """A float32 weight and bias for a half input: torch's own mixed-precision kernel (run
+    by name), which keeps the input's dtype; a float64 weight for float32 is refused as
+    torch refuses it."""
+    x, weight, bias = randn(3, 4).half(), randn(4), randn(4)
+    assert_close(F.layer_norm(gt.tensor(x), (4,), gt.tensor(weight), gt.tensor(bias)),
+                 torch.nn.functional.layer_norm(x, (4,), weight, bias), rtol=1e-3, atol=1e-3)
+    with pytest.raises(RuntimeError, match='mixed dtype'):
+        F.layer_norm(gt.tensor(x.float()), (4,), gt.tensor(weight.double())).data
 
 
 def test_embedding():

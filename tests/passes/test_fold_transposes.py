@@ -68,3 +68,22 @@ def test_a_vector_operand_is_left_alone():
     graph = verify(Graph((a, b), (Node('matmul', (a, b), (product,)),
                                   Node('neg', (product,), (result,))), (result,)))
     assert fold_transposes(graph) is graph
+
+
+def test_a_transposed_folded_mm_swaps_its_operands():
+    """A batched linear weight's gradient is `folded_mm(x, g)^T` from the rules: folded it
+    is `folded_mm(g, x)`, torch's g^T @ x over every row, contiguous."""
+    x, g = Value((4, 8, 16), 'float32'), Value((4, 8, 64), 'float32')
+    product, result = Value((16, 64), 'float32'), Value((64, 16), 'float32')
+    graph = verify(Graph((x, g), (Node('folded_mm', (x, g), (product,)),
+                                  Node('transpose', (product,), (result,),
+                                       {'dim0': 0, 'dim1': 1})), (result,)))
+    after = folded(graph)
+    assert [(node.op, node.inputs) for node in after.nodes] == [('folded_mm', (g, x))]
+    data = torch.randn(4, 8, 16), torch.randn(4, 8, 64)
+    (got,) = interpret(after, list(data))
+    assert got.is_contiguous()
+    assert torch.equal(got, data[1].reshape(-1, 64).t() @ data[0].reshape(-1, 16))
+    torch.testing.assert_close(got, interpret(graph, list(data))[0])
+    kept = verify(Graph((x, g), graph.nodes, (result, product)))
+    assert fold_transposes(kept) is kept

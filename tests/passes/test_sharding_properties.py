@@ -176,8 +176,44 @@ def _softmax_last(b, x, other):
     return b.emit('log_softmax', b.emit('add', x, other), dim=2)
 
 
+def _layer_norm(b, x, other):
+    """layer_norm over the last dim and its backward (with `other` as the cotangent): rows
+    sharded on a batch axis stay, the weight's and bias's gradients are partial sums."""
+    cols = x.shape[2]
+    weight = b.emit('getitem', other, index=[['int', 0], ['int', 0]])
+    bias = b.emit('getitem', other, index=[['int', -1], ['int', -1]])
+    out, mean, rstd = b.emit('layer_norm', x, weight, bias, normalized_shape=[cols], eps=1e-5,
+                             weight=True, bias=True)
+    dx, dweight, dbias = b.emit('layer_norm_backward', other, x, mean, rstd, weight,
+                                normalized_shape=[cols], weight=True,
+                                output_mask=[True, True, True])
+    return b.emit('add', b.emit('add', out, dx), b.emit('mul', dweight, dbias))
+
+
+def _softmax_gradients(b, x, other):
+    y = b.emit('softmax_backward', other, b.emit('softmax', x, dim=1), dim=1)
+    log_y = b.emit('log_softmax', x, dim=2)
+    return b.emit('add', y, b.emit('log_softmax_backward', other, log_y, dim=2))
+
+
+def _nll_loss(b, x, other):
+    """x as (N, C, d) log-probabilities, classes from `other`'s first row."""
+    first = b.emit('getitem', other, index=[['slice', None, None, None], ['int', 0]])
+    target = b.emit('cast', b.emit('floor_divide', b.emit('abs', b.emit('mul', first, b.number(
+        2.0))), b.number(1.0)), dtype='int64')
+    target = b.emit('remainder', target, b.number(x.shape[1], 'int64'))
+    total, weight = b.emit('nll_loss_forward', b.emit('log_softmax', x, dim=1), target,
+                           ignore_index=-100, weight=False)
+    return b.emit('add', x, b.emit('div', total, weight))
+
+
+def _folded_mm(b, x, other):
+    return b.emit('matmul', x, b.emit('folded_mm', x, other))
+
+
 STEPS_3D = [_batched_matmul, _permute_back, _unsqueeze_squeeze, _stack_split,
-            _index_and_expand, _reductions, _gather_rows, _softmax_last]
+            _index_and_expand, _reductions, _gather_rows, _softmax_last, _layer_norm,
+            _softmax_gradients, _nll_loss, _folded_mm]
 
 
 # A worker's shard may be empty; torch then warns that its variance has no degrees of freedom.

@@ -334,3 +334,53 @@ def test_attention_built_from_rows_stays_sharded_over_the_batch(four):
     torch.testing.assert_close(values[1], want.tril().masked_fill(want < 0, 0.0), rtol=1e-5,
                                atol=1e-5)
     torch.testing.assert_close(values[2], torch.cummax(tq, dim=1).values)
+
+
+def _placements_made(ir: str, op: str) -> list[list[str]]:
+    """For each node of `op` in a dump, the placements of all its outputs."""
+    return [[part.split('>')[0] for part in line.split(' = ')[0].split('<')[1:]]
+            for line in ir.splitlines() if f'= {op}(' in line]
+
+
+@pytest.mark.time_limit(90)
+def test_layer_norm_and_its_gradient_stay_on_a_sharded_batch(four):
+    """layer_norm and its gradient are torch's kernels with sharding rules: a batch sharded
+    over 4 workers is normalized where it lives, the input's gradient stays sharded, and
+    the weight's and bias's are partial sums, as are the loss's sums and a batched linear
+    layer's weight gradient (one mm per worker)."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    generator = torch.Generator().manual_seed(5)
+    inputs = torch.randn(8, 6, 16, generator=generator)
+    targets = torch.randint(0, 11, (8, 6), generator=generator)
+    reference = torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 11))
+    with torch.no_grad():
+        reference[0].weight.add_(torch.randn(16, generator=generator))
+    with connected(four.address):
+        model = gt.nn.Sequential(gt.nn.LayerNorm(16), gt.nn.Linear(16, 11))
+        model.load_state_dict(reference.state_dict())
+        with gt.signal.context('batch'):
+            x = gt.signal.tensor(gt.from_numpy(inputs.numpy()), name='batch').requires_grad_()
+            y = gt.signal.tensor(gt.from_numpy(targets.numpy()), name='batch')
+        normalized = model[0](x)
+        forward_ir = gt.debug.dump_ir(show=False)
+        loss = gt.nn.functional.cross_entropy(model[1](normalized).transpose(1, 2), y)
+        loss_ir = gt.debug.dump_ir(show=False)
+        loss.backward()
+        backward_ir = gt.debug.dump_ir(show=False)
+        values = [loss.data, normalized.data, x.grad.data] + [
+            p.grad.data for p in model.parameters()]
+    workers = 'w0,w1,w2,w3'
+    assert _placements_made(forward_ir, 'layer_norm') == [[f'S0@{workers}'] * 3], forward_ir
+    assert _placements_made(loss_ir, 'nll_loss_forward') == [[f'P:sum@{workers}'] * 2], loss_ir
+    assert _placements_made(backward_ir, 'layer_norm_backward') == [
+        [f'S0@{workers}', f'P:sum@{workers}', f'P:sum@{workers}']], backward_ir
+    assert _placements_made(backward_ir, 'folded_mm') == [[f'P:sum@{workers}']], backward_ir
+    assert _placements_made(backward_ir, 'log_softmax_backward') == [[f'S0@{workers}']]
+    tx = inputs.clone().requires_grad_()
+    t_normalized = reference[0](tx)
+    t_loss = torch.nn.functional.cross_entropy(reference[1](t_normalized).transpose(1, 2),
+                                               targets)
+    t_loss.backward()
+    expected = [t_loss, t_normalized, tx.grad] + [p.grad for p in reference.parameters()]
+    for got, want in zip(values, expected):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)

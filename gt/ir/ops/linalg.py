@@ -1,7 +1,10 @@
-"""Matrix products, with torch.matmul's 1-D, 2-D and batched (broadcast) cases.
+"""Matrix products, with torch.matmul's 1-D, 2-D and batched (broadcast) cases, and
+`folded_mm`, the product torch's matmul backward computes for a matrix operand.
 
 Unlike elementwise ops, torch.matmul does not promote: both operands must share a dtype.
 """
+
+import math
 
 import numpy as np
 import torch
@@ -41,9 +44,39 @@ def _matmul_type(types):
     return (TensorType(shape, a.dtype),)
 
 
+def _folded_mm_type(types):
+    a, b = types
+    if len(a.shape) < 2 or a.shape[:-1] != b.shape[:-1]:
+        raise ValueError(f'folded_mm: expected operands of 2 or more dims with the same leading '
+                         f'dims, got shapes {list(a.shape)} and {list(b.shape)}')
+    if a.dtype != b.dtype:
+        raise TypeError(f'folded_mm: expected both arguments to have the same dtype, got '
+                        f'{a.dtype} and {b.dtype}')
+    if a.dtype == 'bool':
+        raise TypeError('folded_mm: not supported for bool tensors')
+    return (TensorType((a.shape[-1], b.shape[-1]), a.dtype),)
+
+
+def _rows(x):
+    """The leading dims folded into rows; explicit sizes, as `-1` is ambiguous when the
+    last dim is empty (a worker's empty shard)."""
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+
+
+def _folded_mm(a, b):
+    return torch.mm(_rows(a).t(), _rows(b))
+
+
+def _np_folded_mm(a, b):
+    return np.asarray(_rows(a).T @ _rows(b))
+
+
 def _matmul_grad(emit, inputs, grads):
     """1-D operands are made matrices (a row on the left, a column on the right) and back;
-    gradients keep the broadcast batch dims, which the engine sums away."""
+    gradients keep the broadcast batch dims, which the engine sums away. A matrix on the
+    right of a batch gets torch's gradient: torch.matmul folds the batch into the rows of
+    one mm, whose backward is one mm over all of them (`folded_mm`), not a sum of
+    per-batch products."""
     a, b = inputs
     (g,) = grads
     if a.ndim == 1 and b.ndim == 1:
@@ -59,14 +92,24 @@ def _matmul_grad(emit, inputs, grads):
         grad_a = emit('matmul', g, emit('transpose', right, dim0=-1, dim1=-2))
         if a.ndim == 1:
             grad_a = emit('squeeze', grad_a, dim=-2)
-    if wanted(b):
+    if wanted(b) and a.ndim > 2 and b.ndim == 2:
+        grad_b = emit('folded_mm', a, g)
+    elif wanted(b):
         grad_b = emit('matmul', emit('transpose', left, dim0=-1, dim1=-2), g)
         if b.ndim == 1:
             grad_b = emit('squeeze', grad_b, dim=-1)
     return [grad_a, grad_b]
 
 
+def _folded_mm_grad(emit, inputs, grads):
+    (a, b), (g,) = inputs, grads
+    return [emit('matmul', b, emit('transpose', g, dim0=0, dim1=1)) if wanted(a) else None,
+            emit('matmul', a, g) if wanted(b) else None]
+
+
 ROWS = [
     OpDef('matmul', _matmul_type, torch.matmul, lambda a, b: np.asarray(np.matmul(a, b)),
           grad=_matmul_grad, shard=sharding.matmul),
+    OpDef('folded_mm', _folded_mm_type, _folded_mm, _np_folded_mm, grad=_folded_mm_grad,
+          shard=sharding.folded_mm),
 ]

@@ -1,5 +1,6 @@
 """Reductions over all, one or several dims, with `dim`/`keepdim` as torch has them,
-plus softmax and log_softmax, which normalize along one dim."""
+plus softmax and log_softmax, which normalize along one dim, and their gradients as
+torch's own kernels (`softmax_backward`, `log_softmax_backward`)."""
 
 import math
 
@@ -250,16 +251,68 @@ def _std_grad(emit, inputs, grads, dim, correction, keepdim):
 
 
 def _softmax_grad(emit, inputs, grads, dim):
+    """torch's own kernel: the same formula from separate ops sums in another order."""
     (x,), (g,) = inputs, grads
-    y = emit('softmax', x, dim=dim)
-    total = emit('sum', emit('mul', g, y), dim=dim, keepdim=True)
-    return [emit('mul', y, emit('sub', g, total))]
+    return [emit('softmax_backward', g, emit('softmax', x, dim=dim), dim=dim)]
 
 
 def _log_softmax_grad(emit, inputs, grads, dim):
     (x,), (g,) = inputs, grads
-    y = emit('exp', emit('log_softmax', x, dim=dim))
-    return [emit('sub', g, emit('mul', y, emit('sum', g, dim=dim, keepdim=True)))]
+    return [emit('log_softmax_backward', g, emit('log_softmax', x, dim=dim), dim=dim)]
+
+
+def _backward_type(name: str):
+    """softmax_backward/log_softmax_backward: a gradient and the forward's output."""
+    def infer(types, dim):
+        gradient, output = types
+        if gradient != output:
+            raise ValueError(f'{name}: the gradient {gradient} and the output {output} must '
+                             'have one shape and dtype')
+        return _normalize_type(name)((output,), dim)
+    return infer
+
+
+def _softmax_backward(gradient, output, dim):
+    return torch.ops.aten._softmax_backward_data(gradient, output, dim, output.dtype)
+
+
+def _log_softmax_backward(gradient, output, dim):
+    return torch.ops.aten._log_softmax_backward_data(gradient, output, dim, output.dtype)
+
+
+@arrays.quiet
+def _np_softmax_backward(gradient, output, dim):
+    g, y = (arrays.wide(a).reshape(a.shape or (1,)) for a in (gradient, output))
+    out = y * (g - np.sum(g * y, axis=dim, keepdims=True))
+    return out.reshape(output.shape).astype(output.dtype)
+
+
+@arrays.quiet
+def _np_log_softmax_backward(gradient, output, dim):
+    g, y = (arrays.wide(a).reshape(a.shape or (1,)) for a in (gradient, output))
+    out = g - np.exp(y) * np.sum(g, axis=dim, keepdims=True)
+    return out.reshape(output.shape).astype(output.dtype)
+
+
+def _softmax_backward_grad(emit, inputs, grads, dim):
+    """y (g - sum(g y)) is linear in g (the kernel again); in y its derivative against the
+    cotangent v is v (g - sum(g y)) - g sum(v y)."""
+    (gradient, output), (v,) = inputs, grads
+    total = emit('sum', emit('mul', gradient, output), dim=dim, keepdim=True)
+    spread = emit('sum', emit('mul', v, output), dim=dim, keepdim=True)
+    return [emit('softmax_backward', v, output, dim=dim),
+            emit('sub', emit('mul', v, emit('sub', gradient, total)),
+                 emit('mul', gradient, spread))]
+
+
+def _log_softmax_backward_grad(emit, inputs, grads, dim):
+    """g - exp(y) sum(g): against the cotangent v, v - sum(v exp(y)) for g and
+    -v exp(y) sum(g) for y."""
+    (gradient, output), (v,) = inputs, grads
+    probabilities = emit('exp', output)
+    return [emit('sub', v, emit('sum', emit('mul', v, probabilities), dim=dim, keepdim=True)),
+            emit('neg', emit('mul', emit('mul', v, probabilities),
+                             emit('sum', gradient, dim=dim, keepdim=True)))]
 
 
 ROWS = [
@@ -286,4 +339,8 @@ ROWS = [
           grad=_softmax_grad, shard=along()),
     OpDef('log_softmax', _normalize_type('log_softmax'), torch.log_softmax, _np_log_softmax,
           grad=_log_softmax_grad, shard=along()),
+    OpDef('softmax_backward', _backward_type('softmax_backward'), _softmax_backward,
+          _np_softmax_backward, grad=_softmax_backward_grad, shard=along()),
+    OpDef('log_softmax_backward', _backward_type('log_softmax_backward'), _log_softmax_backward,
+          _np_log_softmax_backward, grad=_log_softmax_backward_grad, shard=along()),
 ]
