@@ -64,12 +64,15 @@ float32, float64 = _torch.float32, _torch.float64
 half, float, double, long, int = float16, float32, float64, int64, int32
 
 
-def connect(address: str, token: str | None = None, weight=None) -> None:
+def connect(address: str, token: str | None = None, weight=None,
+            curve_server_key: str | None = None) -> None:
     """Send this script's work to the GT server at `address`, e.g. 'localhost:12345';
     `token` is the server's shared secret when it has one (default: $GT_TOKEN); `weight`
     is this script's share of the workers against other sessions' (default: $GT_WEIGHT,
-    else 1: a session of weight 2 gets twice the worker time of one of weight 1)."""
-    _connect(address, token, weight)
+    else 1: a session of weight 2 gets twice the worker time of one of weight 1);
+    `curve_server_key` is the public key (a file, or 40 Z85 characters) of a server
+    that uses CURVE encryption (default: $GT_CURVE_SERVER_KEY)."""
+    _connect(address, token, weight, curve_server_key)
 
 
 def is_tensor(obj) -> bool:

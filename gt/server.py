@@ -1,8 +1,10 @@
 """`python -m gt.server -p PORT`: run a GT dispatcher that clients and workers connect to.
 
 Bound beyond loopback, it needs a shared secret (`--token`, or GT_TOKEN; clients and
-workers set GT_TOKEN to the same) unless `--insecure` says anyone who can reach it may
-use it.
+workers set GT_TOKEN to the same) or CURVE keys (`--curve-secret`: all traffic encrypted,
+clients and workers set GT_CURVE_SERVER_KEY to its public key; `--curve-clients DIR`
+admits only the public keys in DIR), unless `--insecure` says anyone who can reach it
+may use it.
 """
 
 import argparse
@@ -11,6 +13,7 @@ import re
 
 import zmq
 
+from gt.runtime.curve import ServerCurve
 from gt.runtime.dispatcher import Dispatcher
 from gt.runtime.guards import Limits
 from gt.runtime.transport import (
@@ -31,8 +34,16 @@ def main(argv: list[str] | None = None) -> None:
                         help='write the instruction log here (as GT_INSTRUCTION_LOG does)')
     parser.add_argument('--token', default=os.environ.get('GT_TOKEN') or None,
                         help='a shared secret clients and workers must present (GT_TOKEN)')
+    parser.add_argument('--curve-secret', metavar='PATH',
+                        default=os.environ.get('GT_CURVE_SECRET') or None,
+                        help='encrypt with CURVE, this key pair (a .key_secret file from '
+                        'python -m gt.scripts.keys; GT_CURVE_SECRET)')
+    parser.add_argument('--curve-clients', metavar='DIR',
+                        default=os.environ.get('GT_CURVE_CLIENTS') or None,
+                        help='admit only CURVE clients and workers whose public keys (.key '
+                        'files) are in DIR (GT_CURVE_CLIENTS; default: any key)')
     parser.add_argument('--insecure', action='store_true',
-                        help='listen beyond loopback without a token')
+                        help='listen beyond loopback without a token or CURVE')
     parser.add_argument('--max-message-bytes', type=_size,
                         default=_size(os.environ.get('GT_MAX_MESSAGE_BYTES', '0')),
                         help='refuse larger messages unread, e.g. 2G (GT_MAX_MESSAGE_BYTES; '
@@ -47,12 +58,25 @@ def main(argv: list[str] | None = None) -> None:
     public = args.endpoint is None and args.host not in LOOPBACK or (
         args.endpoint is not None and args.endpoint.startswith('tcp://')
         and args.endpoint[len('tcp://'):].rsplit(':', 1)[0] not in LOOPBACK)
-    if public and not args.token and not args.insecure:
+    curve = None
+    if args.curve_secret or args.curve_clients:
+        if not args.curve_secret:
+            parser.exit(2, 'gt.server: --curve-clients needs --curve-secret, the server\'s own '
+                        'key pair\n')
+        try:
+            curve = ServerCurve(args.curve_secret, args.curve_clients)
+        except (ValueError, RuntimeError) as error:
+            parser.exit(2, f'gt.server: {error}\n')
+    if public and not args.token and not args.curve_secret and not args.insecure:
         parser.exit(2, f'gt.server: refusing to listen on {args.endpoint or args.host} without '
-                    'a token: anyone who can reach it could run code on your workers and read '
-                    'other users\' tensors. Pass --token SECRET (clients and workers set '
-                    'GT_TOKEN=SECRET), or --insecure if the network is yours alone.\n')
-    limits = Limits(args.token, args.max_message_bytes, args.session_memory_limit or None)
+                    'a token or CURVE keys: anyone who can reach it could run code on your '
+                    'workers and read other users\' tensors. Pass --token SECRET (clients and '
+                    'workers set GT_TOKEN=SECRET), or --curve-secret DIR/server.key_secret to '
+                    'encrypt (make the keys with `python -m gt.scripts.keys DIR`; clients and '
+                    'workers set GT_CURVE_SERVER_KEY=DIR/server.key), or --insecure if the '
+                    'network is yours alone.\n')
+    limits = Limits(args.token, args.max_message_bytes, args.session_memory_limit or None,
+                    curve)
     terminate_on_sigterm()
     if args.exit_with_parent:
         exit_with_parent(args.exit_with_parent)
@@ -68,7 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     except zmq.ZMQError as error:
         raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None
     serve_until_stopped(dispatcher.serve_forever,
-                        f'gt.server: listening on {", ".join(endpoints)}')
+                        f'gt.server: listening on {", ".join(endpoints)}'
+                        + (f' with CURVE, public key {curve.public_key}' if curve else ''))
 
 
 LOOPBACK = ('127.0.0.1', 'localhost', '::1', '[::1]')

@@ -1,8 +1,13 @@
-"""`python -m gt.worker --host H -p PORT`: run one GT worker (start one per GPU)."""
+"""`python -m gt.worker --host H -p PORT`: run one GT worker (start one per GPU).
+
+A server that uses CURVE needs its public key (`--curve-server-key`, GT_CURVE_SERVER_KEY);
+the worker's own key pair is `--curve-secret` (GT_CURVE_SECRET), else one made in memory.
+"""
 
 import argparse
 import os
 
+from gt.runtime import curve
 from gt.runtime.transport import (
     endpoint_for,
     exit_with_parent,
@@ -24,8 +29,18 @@ def main(argv: list[str] | None = None) -> None:
                         '$GT_WORKER_THREADS, else torch\'s choice); with several CPU workers '
                         'on one host, give each a share of its cores')
     parser.add_argument('--token', help="the dispatcher's shared secret (default: $GT_TOKEN)")
+    parser.add_argument('--curve-server-key', metavar='PATH',
+                        help="the dispatcher's CURVE public key file (default: "
+                        '$GT_CURVE_SERVER_KEY; without one, no CURVE)')
+    parser.add_argument('--curve-secret', metavar='PATH',
+                        help="this worker's CURVE key pair, a .key_secret file (default: "
+                        '$GT_CURVE_SECRET, else one made in memory)')
     parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    try:
+        keys = curve.client_keys(args.curve_server_key, args.curve_secret)
+    except (ValueError, RuntimeError) as error:
+        parser.exit(2, f'gt.worker: {error}\n')
     if args.token:
         os.environ['GT_TOKEN'] = args.token
     if args.threads is not None:
@@ -38,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     endpoint = args.endpoint or endpoint_for(f'{args.host}:{args.port}')
     from gt.runtime.worker import Worker
 
-    worker = Worker(endpoint, args.backend, args.device)
+    worker = Worker(endpoint, args.backend, args.device, keys)
     greeting = f'gt.worker: {worker.engine.describe()} connected to {endpoint}'
     serve_until_stopped(worker.serve_forever, greeting)
 

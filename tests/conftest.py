@@ -113,6 +113,18 @@ def run_script(code: str, timeout: float = SCRIPT_SECONDS, env: dict | None = No
     return finish_script(start_script(code, env), timeout)
 
 
+def assert_server_starts(arguments: list[str], env: dict | None = None) -> None:
+    """`python -m gt.server *arguments` is still running after 3 s (it did not refuse)."""
+    server = subprocess.Popen([sys.executable, '-m', 'gt.server', *arguments],
+                              stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        time.sleep(3)
+        assert server.poll() is None, server.stderr.read()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def read_line(process: subprocess.Popen, seconds: float) -> str:
     """The next line a script from `start_script` prints, waiting at most `seconds`."""
     ready, _, _ = select.select([process.stdout], [], [], seconds)

@@ -22,7 +22,7 @@ import zmq
 
 from gt import config
 from gt.ir.dtypes import NUMPY_DTYPES
-from gt.runtime import compile_settings, diagnostics, shared_memory
+from gt.runtime import compile_settings, curve, diagnostics, shared_memory
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
@@ -92,7 +92,7 @@ class PendingFragment:
 class Client:
     def __init__(self, endpoint: str, wait_for_workers: int = 1,
                  server: LocalServer | None = None, token: str | None = None,
-                 weight: float | None = None):
+                 weight: float | None = None, keys: curve.Keys | None = None):
         # Move everything imported so far (torch's many objects) out of the collector's
         # sight: otherwise each full collection scans them all, a pause of tens of ms.
         gc.freeze()
@@ -100,7 +100,11 @@ class Client:
         self.endpoint = endpoint
         self.server = server
         self.pid = os.getpid()
-        self.socket = dealer(endpoint)
+        self.token, self.keys = token, keys  # CURVE keys: see gt.runtime.curve
+        self.socket = dealer(endpoint, keys=keys, connect=False)
+        self.handshake: curve.HandshakeWatch | None = curve.HandshakeWatch(self.socket,
+                                                                          endpoint, keys)
+        self.socket.connect(endpoint)
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
@@ -115,9 +119,12 @@ class Client:
                                     _weight(weight)))
             welcome, _ = self._wait(Welcome, startup=True)
         except BaseException:
+            self.handshake.close()
             self.socket.close(linger=0)
             self._remove_probe()
             raise
+        self.handshake.close()  # it succeeded: the Welcome came through
+        self.handshake = None
         self.session = welcome.session
         self.workers = welcome.workers
         self.max_message_bytes = welcome.max_message_bytes
@@ -138,7 +145,7 @@ class Client:
     def _keep_alive(self) -> None:
         """Tell the dispatcher every second that this client lives, from a socket of its
         own (sockets are not thread-safe): a client that dies silently loses its session."""
-        socket = dealer(self.endpoint)
+        socket = dealer(self.endpoint, keys=self.keys)
         try:
             while not self._stop_keep_alive.wait(KEEP_ALIVE_SECONDS):
                 send(socket, KeepAlive(self.session))
@@ -311,13 +318,16 @@ class Client:
             now = time.monotonic()
             if self.server is not None:
                 self.server.check_alive()
+            if self.handshake is not None:
+                self.handshake.check()  # a failed one raises what to set, at once
             # A local server that is still starting is silent while it imports torch; its
             # processes being alive is the sign of life then.
             starting_locally = startup and self.server is not None
             if now - last_heard > SILENCE_SECONDS and not starting_locally:
                 raise ConnectionError(
                     f'no answer from the GT dispatcher at {self.endpoint} for '
-                    f'{SILENCE_SECONDS:.0f} s: is it running?')
+                    f'{SILENCE_SECONDS:.0f} s: is it running?'
+                    + (self.handshake.hint() if self.handshake else ''))
             if startup and now - started > STARTUP_SECONDS:
                 raise ConnectionError(f'no GT worker joined the dispatcher at {self.endpoint} '
                                       f'within {STARTUP_SECONDS:.0f} s')
@@ -379,7 +389,8 @@ def current() -> Client:
     global _client
     if _client is not None and _client.pid != os.getpid():
         # Inherited through fork: this process gets a session of its own on the same server.
-        _client = Client(_client.endpoint, wait_for_workers=1)
+        _client = Client(_client.endpoint, wait_for_workers=1, token=_client.token,
+                         keys=_client.keys)
     if _client is None:
         compile_settings.requested()  # raise for a bad setting before starting anything
         server = LocalServer(_auto_workers)
@@ -391,15 +402,20 @@ def current() -> Client:
     return _client
 
 
-def connect(address: str, token: str | None = None, weight: float | None = None) -> Client:
+def connect(address: str, token: str | None = None, weight: float | None = None,
+            curve_server_key: str | None = None) -> Client:
     """Use the GT server at `address` ('host:port' or a ZeroMQ endpoint); `token` is its
     shared secret (default: $GT_TOKEN); `weight` this script's share of the workers
-    against other sessions' (default: $GT_WEIGHT, else 1)."""
+    against other sessions' (default: $GT_WEIGHT, else 1); `curve_server_key` its CURVE
+    public key, a file or 40 Z85 characters (default: $GT_CURVE_SERVER_KEY; this
+    script's own key pair is $GT_CURVE_SECRET, else one made in memory)."""
     global _client
+    keys = curve.client_keys(curve_server_key)
     if _client is not None:
         _client.close()
     _client = None
-    _client = Client(endpoint_for(address), wait_for_workers=1, token=token, weight=weight)
+    _client = Client(endpoint_for(address), wait_for_workers=1, token=token, weight=weight,
+                     keys=keys)
     return _client
 
 

@@ -73,6 +73,8 @@ class Dispatcher(WorkerLinks):
             self.socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
         self.last_header: zmq.Frame | None = None  # for the address of a rejected peer
         self.endpoints = endpoints
+        if limits.curve is not None:
+            limits.curve.protect(self.socket, log_failures=True)
         for endpoint in endpoints:
             self.socket.bind(endpoint)
         self.runtime_dir = runtime_dir
@@ -96,7 +98,7 @@ class Dispatcher(WorkerLinks):
         self.bytes_from_clients = 0
         self.salt = random.getrandbits(48)
         self.monitor = Monitor(endpoints, log_path or os.environ.get('GT_INSTRUCTION_LOG'),
-                               self.context, monitor_host)
+                               self.context, monitor_host, limits.curve)
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,

@@ -59,7 +59,8 @@ class Events:
     """The dispatcher's event sink. `on` is False while nobody listens: callers check it
     before building an event, so a silent dispatcher pays one attribute read."""
 
-    def __init__(self, log_path: str | None, context: zmq.Context, host: str = '127.0.0.1'):
+    def __init__(self, log_path: str | None, context: zmq.Context, host: str = '127.0.0.1',
+                 curve: Any = None):
         self.epoch = time.time()
         self.on = False
         self.lines: queue.SimpleQueue | None = None
@@ -71,6 +72,8 @@ class Events:
         self.monitor.setsockopt(zmq.LINGER, 0)
         self.monitor.setsockopt(zmq.SNDHWM, MONITOR_HWM)
         self.monitor.setsockopt(zmq.XPUB_VERBOSE, 1)
+        if curve is not None:  # gt.runtime.curve.ServerCurve: subscribers need its key too
+            curve.protect(self.monitor)
         self.monitor_port = self.monitor.bind_to_random_port(f'tcp://{host}')
         self.subscribers = 0  # to anything: stats are published while there are any
         self.event_subscribers = 0  # to events: only these turn event recording on
@@ -132,14 +135,16 @@ def registry_dir() -> str:
                         'dispatchers')
 
 
-def register_dispatcher(endpoints: list[str], monitor_port: int) -> str:
-    """Note this dispatcher where `top` and `trace` look; returns the note's path."""
+def register_dispatcher(endpoints: list[str], monitor_port: int,
+                        curve_key: str | None = None) -> str:
+    """Note this dispatcher where `top` and `trace` look, with its CURVE public key when
+    it has one; returns the note's path."""
     folder = registry_dir()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f'{os.getpid()}.json')
     with open(path, 'w') as file:
         json.dump({'pid': os.getpid(), 'endpoints': endpoints, 'monitor_port': monitor_port,
-                   'started': time.time()}, file)
+                   'started': time.time(), 'curve_key': curve_key}, file)
     return path
 
 

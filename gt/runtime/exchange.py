@@ -5,7 +5,10 @@ to. A piece is a msgpack header `[session, base, tag, sender, dtype, shape, repo
 one raw frame; `report` is set instead of data when the sender's value had failed, so
 the receiver fails too instead of waiting. Sends never block (ZeroMQ queues them), and
 every worker runs its moves in the graph's order, so no two workers wait on each other.
-The dispatcher never carries these bytes.
+The dispatcher never carries these bytes. With CURVE (the worker was given the server's
+key), the peer ROUTER is a CURVE server with the worker's own key pair, on its tcp and
+ipc endpoints alike, and a worker learns each peer's public key from `Peers`: pieces
+between hosts are encrypted, and only those the dispatcher told the key can connect.
 
 While a worker waits for a piece it keeps reading its dispatcher socket: a `Peers`
 update that declares the sender lost ends the wait with an error naming that worker;
@@ -159,18 +162,22 @@ class Mover(ABC):
 class PeerExchange(Mover):
     """Pieces over ZeroMQ: a ROUTER for what peers send here, a DEALER to each peer."""
 
-    def __init__(self, engine: Any, host: str):
+    def __init__(self, engine: Any, host: str, keys: Any = None):
         super().__init__(engine)
         self.host = host
+        self.keys = keys  # gt.runtime.curve.Keys, or None: no CURVE
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
+        if keys is not None:
+            keys.serve(self.socket)
+        self.public_key = keys.public.decode() if keys is not None else ''
         bind_host = os.environ.get('GT_PEER_HOST', '127.0.0.1')
         port = self.socket.bind_to_random_port(f'tcp://{bind_host}')
         self.ipc_path = os.path.join(tempfile.gettempdir(),
                                      f'gt-peer-{os.getpid()}-{uuid.uuid4().hex[:8]}.ipc')
         self.socket.bind(f'ipc://{self.ipc_path}')
         self.endpoints = [f'tcp://{bind_host}:{port}', f'ipc://{self.ipc_path}']
-        self.peers: dict[int, list] = {}  # index -> [host, endpoints, alive]
+        self.peers: dict[int, list] = {}  # index -> [host, endpoints, alive, key]
         self.outgoing: dict[int, zmq.Socket] = {}
         self.arrived: dict[tuple, tuple] = {}
         self.bytes_sent = 0
@@ -185,16 +192,16 @@ class PeerExchange(Mover):
 
     # ---- membership ------------------------------------------------------------------
     def set_peers(self, index: int, peers: list) -> None:
-        """`peers` are `[index, host, endpoints, alive]`; ids of lost peers stay known so
-        that a wait on them ends."""
+        """`peers` are `[index, host, endpoints, alive, key]`; ids of lost peers stay
+        known so that a wait on them ends."""
         self.index = index
-        for peer, host, endpoints, alive in peers:
+        for peer, host, endpoints, alive, key in peers:
             known = self.peers.get(peer)
-            if known is not None and (not alive or known[1] != endpoints):
+            if known is not None and (not alive or known[1] != endpoints or known[3] != key):
                 socket = self.outgoing.pop(peer, None)
                 if socket is not None:
                     socket.close(0)
-            self.peers[peer] = [host, list(endpoints), bool(alive)]
+            self.peers[peer] = [host, list(endpoints), bool(alive), str(key)]
 
     def drop_session(self, session: int) -> None:
         for key in [key for key in self.arrived if key[0] == session]:
@@ -206,7 +213,7 @@ class PeerExchange(Mover):
     def _outgoing(self, peer: int) -> zmq.Socket:
         socket = self.outgoing.get(peer)
         if socket is None:
-            host, endpoints, _ = self.peers[peer]
+            host, endpoints, _, key = self.peers[peer]
             same_host = host == self.host
             endpoint = next((e for e in endpoints if e.startswith('ipc://')), None)
             if not same_host or endpoint is None:
@@ -215,6 +222,8 @@ class PeerExchange(Mover):
             socket.setsockopt(zmq.LINGER, 0)
             socket.setsockopt(zmq.SNDHWM, 0)
             socket.setsockopt(zmq.IDENTITY, str(self.index).encode())
+            if key and self.keys is not None:
+                self.keys.connect_as_client(socket, server=key.encode())
             socket.connect(endpoint)
             self.outgoing[peer] = socket
         return socket

@@ -2,12 +2,14 @@
 
 The token is compared in constant time when a client says Hello or a worker registers;
 the memory limit is checked when a fragment is planned, before any of it runs. (The
-message size bound is libzmq's MAXMSGSIZE on the dispatcher's socket.)
+message size bound is libzmq's MAXMSGSIZE on the dispatcher's socket; CURVE keys, and
+whom they admit, are gt.runtime.curve's.)
 """
 
 import hmac
 from dataclasses import dataclass
 
+from gt.runtime.curve import ServerCurve
 from gt.runtime.peers import Session, value_bytes
 
 REFUSAL = ('wrong or missing token: set GT_TOKEN to the token the server was started with '
@@ -16,12 +18,14 @@ REFUSAL = ('wrong or missing token: set GT_TOKEN to the token the server was sta
 
 @dataclass(frozen=True)
 class Limits:
-    """What the server bounds: who may connect (`token`), how large one message may be,
-    and how many bytes one session may hold over all workers (None: no bound)."""
+    """What the server bounds: who may connect (`token`, and with `curve` who may even
+    complete a handshake, all traffic encrypted), how large one message may be, and how
+    many bytes one session may hold over all workers (None: no bound)."""
 
     token: str | None = None
     max_message_bytes: int = 0
     session_memory: int | None = None
+    curve: ServerCurve | None = None
 
     def admits(self, token: object) -> bool:
         if self.token is None:

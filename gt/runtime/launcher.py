@@ -23,7 +23,10 @@ class LocalServer:
         self.runtime_dir = tempfile.mkdtemp(prefix='gt-')
         self.endpoint = f'ipc://{self.runtime_dir}/dispatcher.ipc'
         parent = ['--exit-with-parent', str(os.getpid())]
-        env = dict(os.environ)
+        # Its sockets are private to this user (ipc in a fresh directory): no CURVE, and a
+        # script's keys for a remote server must not make this one a CURVE server.
+        env = {name: value for name, value in os.environ.items()
+               if not name.startswith('GT_CURVE_')}
         # Several local workers would each take every core; share them out instead.
         env.setdefault('GT_WORKER_THREADS', str(max(1, (os.cpu_count() or 1) // workers)))
         self.processes = [subprocess.Popen(

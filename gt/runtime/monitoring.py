@@ -8,6 +8,7 @@ import time
 
 import zmq
 
+from gt.runtime.curve import ServerCurve
 from gt.runtime.events import Events, register_dispatcher
 from gt.runtime.peers import Session, WorkerHandle, bytes_per_worker
 from gt.runtime.planner import Plan
@@ -17,12 +18,13 @@ STATS_SECONDS = 0.5
 
 class Monitor:
     def __init__(self, endpoints: list[str], log_path: str | None, context: zmq.Context,
-                 host: str):
-        self.events = Events(log_path, context, host)
+                 host: str, curve: ServerCurve | None = None):
+        self.events = Events(log_path, context, host, curve)
         self.port = self.events.monitor_port
         self.reporting_programs = self.events.on  # what workers were last told
         self.next_stats = 0.0
-        self.note = register_dispatcher(endpoints, self.port)
+        self.note = register_dispatcher(endpoints, self.port,
+                                        curve.public_key if curve else None)
         self.emit = self.events.emit
 
     @property

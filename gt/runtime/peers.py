@@ -24,6 +24,7 @@ class WorkerHandle:
     alive: bool = True
     programs: OrderedDict = field(default_factory=OrderedDict)  # ids it holds, oldest first
     peer_endpoints: list = field(default_factory=list)  # where other workers reach it
+    peer_key: str = ''  # its peer socket's CURVE public key ('' without CURVE)
     activity: dict = field(default_factory=dict)  # its latest heartbeat's report
     in_flight: int = 0  # RunPrograms sent that it has not said Done to
 

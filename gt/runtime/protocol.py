@@ -142,7 +142,8 @@ class EndSession:
 @dataclass(frozen=True)
 class Peers:
     """The worker's own index and every worker's peer socket: `[index, host, endpoints,
-    alive]`; sent whenever a worker joins or is lost. `salt` seeds every worker's random
+    alive, key]` (`key`: its CURVE public key, '' without CURVE); sent whenever a worker
+    joins or is lost. `salt` seeds every worker's random
     generator for a session alike, so that copies of a random value agree."""
 
     index: int
@@ -165,6 +166,7 @@ class Register:
     pid: int
     peer_endpoints: list  # where other workers send it pieces of moves
     token: str = ''  # the server's shared secret, as for clients
+    peer_key: str = ''  # the CURVE public key of its peer socket ('' without CURVE)
 
 
 @dataclass(frozen=True)

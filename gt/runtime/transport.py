@@ -35,12 +35,18 @@ def endpoint_for(address: str) -> str:
     return f'tcp://{host}:{port}'
 
 
-def dealer(endpoint: str, identity: bytes | None = None) -> zmq.Socket:
+def dealer(endpoint: str, identity: bytes | None = None, keys: Any = None,
+           connect: bool = True) -> zmq.Socket:
+    """A DEALER to `endpoint`; with `keys` (gt.runtime.curve.Keys) it talks CURVE. With
+    `connect=False` the caller connects it, after watching its handshakes."""
     socket = zmq.Context.instance().socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
     if identity is not None:
         socket.setsockopt(zmq.IDENTITY, identity)
-    socket.connect(endpoint)
+    if keys is not None:
+        keys.connect_as_client(socket)
+    if connect:
+        socket.connect(endpoint)
     return socket
 
 

@@ -17,6 +17,7 @@ import zmq
 from gt.runtime import diagnostics, shared_memory
 from gt.runtime.activity import Activity, memory_held
 from gt.runtime.compiler import Compiler
+from gt.runtime.curve import HandshakeWatch, Keys
 from gt.runtime.engines import make_engine
 from gt.runtime.exchange import PeerExchange
 from gt.runtime.program import Failed, Program
@@ -40,13 +41,17 @@ HEARTBEAT_SECONDS = 0.5
 
 
 class Worker:
-    def __init__(self, endpoint: str, engine: str = 'torch', device: str | None = None):
+    def __init__(self, endpoint: str, engine: str = 'torch', device: str | None = None,
+                 keys: Keys | None = None):
         self.endpoint = endpoint
         self.engine = make_engine(engine, device)
         name = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'
         self.identity = name.encode()
-        self.socket = dealer(endpoint, self.identity)
-        self.exchange = PeerExchange(self.engine, sockets.gethostname())
+        self.keys = keys  # CURVE: for the dispatcher, and its peer socket's own
+        self.socket = dealer(endpoint, self.identity, keys, connect=False)
+        self.handshake: HandshakeWatch | None = HandshakeWatch(self.socket, endpoint, keys)
+        self.socket.connect(endpoint)
+        self.exchange = PeerExchange(self.engine, sockets.gethostname(), keys)
         self.backlog: deque = deque()  # dispatcher messages read while waiting for a peer
         self.poller = zmq.Poller()  # for those waits: a piece, or news from the dispatcher
         self.poller.register(self.exchange.socket, zmq.POLLIN)
@@ -80,6 +85,7 @@ class Worker:
         self._register()
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
         try:
+            self._await_handshake()
             with self.engine.running():
                 self._serve()
         finally:
@@ -126,7 +132,19 @@ class Worker:
                             f'{self.identity.decode()} ({self.engine.describe()})')
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
                                    sockets.gethostname(), os.getpid(),
-                                   self.exchange.endpoints, os.environ.get('GT_TOKEN', '')))
+                                   self.exchange.endpoints, os.environ.get('GT_TOKEN', ''),
+                                   self.exchange.public_key))
+
+    def _await_handshake(self) -> None:
+        """Wait for the dispatcher's socket to complete its handshake (ZeroMQ would fail a
+        wrong CURVE key in silence), then stop watching."""
+        try:
+            self.handshake.wait()
+        except ConnectionError as error:
+            raise SystemExit(f'gt.worker: {error}') from None
+        finally:
+            self.handshake.close()
+            self.handshake = None
 
     def refused(self, message: Refused, frames: list) -> None:
         raise SystemExit(f'gt.worker: the dispatcher refused this worker: {message.reason}')
@@ -141,7 +159,7 @@ class Worker:
         self._register()
 
     def _beat(self) -> None:
-        heartbeat = dealer(self.endpoint)
+        heartbeat = dealer(self.endpoint, keys=self.keys)
         while True:
             send(heartbeat, Heartbeat(self.identity, self._take_activity()))
             threading.Event().wait(HEARTBEAT_SECONDS)
@@ -279,6 +297,7 @@ class Worker:
             'ops': self.ops_run, 'programs_run': self.programs_run,
             'programs_cached': len(self.programs), 'sessions': len(self.values),
             'peer_endpoints': self.exchange.endpoints,
+            'peer_curve': self.exchange.keys is not None,
             'peer_bytes_sent': self.exchange.bytes_sent,
             'peer_bytes_received': self.exchange.bytes_received,
             **(self.compiler.stats() if self.compiler else {}),

@@ -95,13 +95,15 @@ class WorkerLinks:
                 handle.programs.clear()
                 handle.in_flight = 0
                 handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
+                handle.peer_key = str(message.peer_key)
                 self._announce_peers()
                 self._welcome_waiting()
             return
         handle = WorkerHandle(len(self.workers), identity, str(message.name),
                               str(message.device), str(message.host), message.pid,
                               time.monotonic(), peer_endpoints=[
-                                  str(e) for e in message.peer_endpoints])
+                                  str(e) for e in message.peer_endpoints],
+                              peer_key=str(message.peer_key))
         self.workers.append(handle)
         self.worker_by_identity[identity] = handle
         if self.monitor.on:
@@ -114,7 +116,8 @@ class WorkerLinks:
 
     def _announce_peers(self) -> None:
         """Tell every live worker its index and where its peers are (and which are lost)."""
-        peers = [[w.index, w.host, w.peer_endpoints, w.alive] for w in self.workers]
+        peers = [[w.index, w.host, w.peer_endpoints, w.alive, w.peer_key]
+                 for w in self.workers]
         for handle in self._live_workers():
             self._send(handle.identity, Peers(handle.index, peers, self.salt,
                                               self.monitor.reporting_programs))

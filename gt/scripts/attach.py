@@ -1,9 +1,12 @@
 """Finding a running dispatcher's monitor socket and subscribing to it (for `top` and
 `trace`): the newest live dispatcher on this host by default, or the one at
-`--host`/`--port`, which says where its monitor is when asked for its statistics."""
+`--host`/`--port`, which says where its monitor is when asked for its statistics. A
+dispatcher with CURVE needs its public key: GT_CURVE_SERVER_KEY, or for one on this host
+its note; the key pair is GT_CURVE_SECRET, else one made in memory."""
 
 import zmq
 
+from gt.runtime import curve
 from gt.runtime.events import running_dispatchers
 from gt.runtime.protocol import Stats, StatsRequest
 from gt.runtime.transport import dealer, receive, send
@@ -11,17 +14,24 @@ from gt.runtime.transport import dealer, receive, send
 ASK_SECONDS = 3.0
 
 
-def monitor_endpoint(host: str | None, port: int | None) -> str:
-    """`tcp://host:monitor_port` of the dispatcher asked for; SystemExit with a message
-    that says what to do when there is none."""
-    if port is None:
-        found = running_dispatchers()
-        if not found:
-            raise SystemExit('no GT dispatcher is running on this host (start a GT script or '
-                             '`python -m gt.server`, or name one with --host and --port)')
-        return f"tcp://{host or '127.0.0.1'}:{found[0]['monitor_port']}"
+def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Keys | None]:
+    """`tcp://host:monitor_port` of the dispatcher asked for, and the CURVE keys to
+    subscribe with (None: it has none); SystemExit with a message that says what to do
+    when there is none."""
+    try:
+        keys = curve.client_keys()
+        if port is None:
+            found = running_dispatchers()
+            if not found:
+                raise SystemExit('no GT dispatcher is running on this host (start a GT script '
+                                 'or `python -m gt.server`, or name one with --host and --port)')
+            if found[0].get('curve_key'):
+                keys = curve.client_keys(found[0]['curve_key'])
+            return f"tcp://{host or '127.0.0.1'}:{found[0]['monitor_port']}", keys
+    except (ValueError, RuntimeError) as error:
+        raise SystemExit(str(error)) from None
     host = host or '127.0.0.1'
-    socket = dealer(f'tcp://{host}:{port}')
+    socket = dealer(f'tcp://{host}:{port}', keys=keys)
     try:
         send(socket, StatsRequest(0))
         if not socket.poll(int(ASK_SECONDS * 1000)):
@@ -31,12 +41,14 @@ def monitor_endpoint(host: str | None, port: int | None) -> str:
         socket.close(0)
     if not isinstance(message, Stats) or 'monitor_port' not in message.dispatcher:
         raise SystemExit(f'{host}:{port} did not answer as a GT dispatcher')
-    return f"tcp://{host}:{message.dispatcher['monitor_port']}"
+    return f"tcp://{host}:{message.dispatcher['monitor_port']}", keys
 
 
-def subscribe(endpoint: str, *topics: bytes) -> zmq.Socket:
+def subscribe(endpoint: str, *topics: bytes, keys: curve.Keys | None = None) -> zmq.Socket:
     socket = zmq.Context.instance().socket(zmq.SUB)
     socket.setsockopt(zmq.LINGER, 0)
+    if keys is not None:
+        keys.connect_as_client(socket)
     for topic in topics:
         socket.setsockopt(zmq.SUBSCRIBE, topic)
     socket.connect(endpoint)

@@ -22,6 +22,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from gt.runtime.curve import Keys
 from gt.runtime.events import running_dispatchers
 from gt.scripts.attach import monitor_endpoint, subscribe
 from gt.scripts.top_model import Model, WorkerView, human_bytes
@@ -139,9 +140,10 @@ def keys() -> Iterator[int | None]:
         termios.tcsetattr(descriptor, termios.TCSADRAIN, saved)
 
 
-def watch(endpoint: str, title: str, pid: int | None, interval: float) -> str:
+def watch(endpoint: str, title: str, pid: int | None, interval: float,
+          curve_keys: Keys | None = None) -> str:
     """Draw until `q` or the dispatcher goes away; returns why it stopped."""
-    socket, model, colours = subscribe(endpoint, b'stats'), Model(), {}
+    socket, model, colours = subscribe(endpoint, b'stats', keys=curve_keys), Model(), {}
     last_stats = next_frame = time.monotonic()
     with contextlib.closing(socket), keys() as stdin, \
             Live(auto_refresh=False, screen=True, transient=True) as live:
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--interval', type=float, default=0.25,
                         help='seconds between redraws (default 0.25)')
     args = parser.parse_args(argv)
-    endpoint = monitor_endpoint(args.host, args.port)
+    endpoint, curve_keys = monitor_endpoint(args.host, args.port)
     note = find_note(args.host, endpoint)
     if note is not None:
         title = f"{note['endpoints'][0]} (pid {note['pid']})"
@@ -183,7 +185,8 @@ def main(argv: list[str] | None = None) -> None:
     # A terminate signal unwinds like Ctrl-C does, so the terminal is restored either way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        reason = watch(endpoint, title, note and note['pid'], max(0.05, args.interval))
+        reason = watch(endpoint, title, note and note['pid'], max(0.05, args.interval),
+                       curve_keys)
     except KeyboardInterrupt:
         reason = ''
     if reason:

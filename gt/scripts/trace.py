@@ -8,12 +8,14 @@ import time
 
 import msgpack
 
+from gt.runtime import curve
 from gt.runtime.events import format_line
 from gt.scripts.attach import monitor_endpoint, subscribe
 
 
-def capture(endpoint: str, seconds: float, max_events: int | None) -> list:
-    socket = subscribe(endpoint, b'event')
+def capture(endpoint: str, seconds: float, max_events: int | None,
+            keys: curve.Keys | None = None) -> list:
+    socket = subscribe(endpoint, b'event', keys=keys)
     events: list = []
     deadline = time.monotonic() + seconds
     try:
@@ -38,8 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--host', help='the dispatcher\'s host (default 127.0.0.1)')
     parser.add_argument('--dir', default='.', help='where to write the trace (default: here)')
     args = parser.parse_args(argv)
-    endpoint = monitor_endpoint(args.host, args.port)
-    events = capture(endpoint, args.seconds, args.max_events)
+    endpoint, keys = monitor_endpoint(args.host, args.port)
+    events = capture(endpoint, args.seconds, args.max_events, keys)
     os.makedirs(args.dir, exist_ok=True)
     path = os.path.join(args.dir, f'trace_{time.strftime("%Y%m%d_%H%M%S")}.log')
     with open(path, 'w') as file:

@@ -11,7 +11,14 @@ import time
 import numpy as np
 import pytest
 import torch
-from gt_test_support import Cluster, connected, free_port, run_script, submit_message
+from gt_test_support import (
+    Cluster,
+    assert_server_starts,
+    connected,
+    free_port,
+    run_script,
+    submit_message,
+)
 
 import gt
 from gt.runtime.protocol import Fetched, Hello, Welcome, encode
@@ -26,14 +33,7 @@ def test_a_public_address_needs_a_token_or_insecure():
     assert 'refusing to listen on 0.0.0.0 without a token' in refused.stderr
     assert '--token' in refused.stderr and '--insecure' in refused.stderr
     for extra in (['--insecure'], ['--token', 's3cret']):
-        server = subprocess.Popen([sys.executable, '-m', 'gt.server', '--host', '0.0.0.0',
-                                   '-p', str(port), *extra], stderr=subprocess.PIPE, text=True)
-        try:
-            time.sleep(3)
-            assert server.poll() is None, server.stderr.read()
-        finally:
-            server.terminate()
-            server.wait(10)
+        assert_server_starts(['--host', '0.0.0.0', '-p', str(port), *extra])
 
 
 @pytest.fixture
