@@ -8,6 +8,8 @@ from gt.creation import full_like
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
+    add_product,
+    add_scaled,
     check_hyperparameters,
     gradients,
     unsupported,
@@ -44,8 +46,8 @@ class Adagrad(Optimizer):
             state = self.state[param] or self._start(param)
             state['step'] += 1
             if weight_decay != 0:
-                grad = grad + numbers('weight_decay', weight_decay, param) * param
+                grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
             clr = lr / (1 + (state['step'] - 1) * lr_decay)
-            total = state['sum'] = state['sum'] + grad * grad
+            total = state['sum'] = add_product(state['sum'], grad, grad, 1)
             deviation = total.sqrt() + numbers('eps', eps, param)
             param += numbers('-clr', -clr, param) * grad / deviation

@@ -8,6 +8,8 @@ from gt.creation import zeros_like
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
+    add_product,
+    add_scaled,
     check_hyperparameters,
     gradients,
     lerp,
@@ -53,12 +55,11 @@ class Adam(Optimizer):
                 if group['decoupled_weight_decay']:
                     param *= numbers('1 - lr * weight_decay', 1 - lr * weight_decay, param)
                 else:
-                    grad = grad + numbers('weight_decay', weight_decay, param) * param
+                    grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
             exp_avg = state['exp_avg'] = lerp(state['exp_avg'], grad, 1 - beta1, numbers,
                                               '1 - beta1')
-            exp_avg_sq = state['exp_avg_sq'] = (
-                state['exp_avg_sq'] * numbers('beta2', beta2, param)
-                + numbers('1 - beta2', 1 - beta2, param) * grad * grad)
+            exp_avg_sq = state['exp_avg_sq'] = add_product(
+                state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2)
             negative_step_size = numbers('step size', -lr / (1 - beta1 ** step), param)
             bias_correction2_sqrt = numbers('bias correction 2', (1 - beta2 ** step) ** 0.5,
                                             param)

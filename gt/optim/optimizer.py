@@ -13,7 +13,7 @@ import torch
 
 from gt.autograd import enable_grad, no_grad
 from gt.runtime import client as connection
-from gt.tensor import Tensor, as_tensor
+from gt.tensor import Tensor, apply, as_tensor
 
 
 class _Required:
@@ -234,10 +234,20 @@ class Numbers:
 
 
 def lerp(start: Tensor, end: Tensor, weight: float, numbers: Numbers, role: str) -> Tensor:
-    """torch.lerp with a number weight: its two formulas, each exact at its own end."""
-    if abs(weight) < 0.5:
-        return start + numbers(role, weight, start) * (end - start)
-    return end - (end - start) * numbers(role, 1 - weight, start)
+    """torch's `start.lerp(end, weight)`: its kernel (fused multiply-adds), the weight a
+    0-d operand."""
+    return apply('lerp', [start, end, numbers(role, weight, start)])
+
+
+def add_scaled(x: Tensor, y: Tensor, scale: Tensor) -> Tensor:
+    """torch's `x.add(y, alpha=scale)`, rounded once as its kernel rounds:
+    `addcmul(x, y, scale)` with the scale a 0-d operand (a literal: it may change each step)."""
+    return apply('addcmul', [x, y, scale], value=1)
+
+
+def add_product(x: Tensor, a: Tensor, b: Tensor, value: float) -> Tensor:
+    """torch's `x.addcmul(a, b, value=value)`."""
+    return apply('addcmul', [x, a, b], value=value)
 
 
 def gradients(group: dict) -> Iterator[tuple[Tensor, Tensor]]:

@@ -7,6 +7,8 @@ from gt.creation import zeros_like
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
+    add_product,
+    add_scaled,
     check_hyperparameters,
     gradients,
     lerp,
@@ -42,15 +44,13 @@ class RMSprop(Optimizer):
                     state['grad_avg'] = zeros_like(param)
             state['step'] += 1
             if weight_decay != 0:
-                grad = grad + numbers('weight_decay', weight_decay, param) * param
-            # square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
-            square_avg = state['square_avg'] = (
-                state['square_avg'] * numbers('alpha', alpha, param)
-                + numbers('1 - alpha', 1 - alpha, param) * grad * grad)
+                grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
+            square_avg = state['square_avg'] = add_product(
+                state['square_avg'] * numbers('alpha', alpha, param), grad, grad, 1 - alpha)
             if centered:
                 grad_avg = state['grad_avg'] = lerp(state['grad_avg'], grad, 1 - alpha,
                                                     numbers, '1 - alpha')
-                average = (square_avg - grad_avg * grad_avg).sqrt()
+                average = add_product(square_avg, grad_avg, grad_avg, -1).sqrt()
             else:
                 average = square_avg.sqrt()
             average = average + numbers('eps', eps, param)
@@ -58,6 +58,6 @@ class RMSprop(Optimizer):
                 buffer = state['momentum_buffer'] = (
                     state['momentum_buffer'] * numbers('momentum', momentum, param)
                     + grad / average)
-                param += numbers('-lr', -lr, param) * buffer
+                param._assign(add_scaled(param, buffer, numbers('-lr', -lr, param)))
             else:
                 param += numbers('-lr', -lr, param) * grad / average

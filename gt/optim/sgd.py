@@ -3,7 +3,14 @@ update (`torch.optim.SGD(foreach=False)`), in its order of operations."""
 
 from typing import Iterable
 
-from gt.optim.optimizer import Numbers, Optimizer, check_hyperparameters, gradients, unsupported
+from gt.optim.optimizer import (
+    Numbers,
+    Optimizer,
+    add_scaled,
+    check_hyperparameters,
+    gradients,
+    unsupported,
+)
 
 
 class SGD(Optimizer):
@@ -27,20 +34,20 @@ class SGD(Optimizer):
         dampening = group['dampening']
         for param, grad in gradients(group):
             if weight_decay != 0:
-                grad = grad + numbers('weight_decay', weight_decay, param) * param
+                grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
             if momentum != 0:
                 state = self.state[param]
                 buffer = state.get('momentum_buffer')
                 if buffer is None:
                     buffer = grad.clone()
                 else:
-                    # torch's add_(grad, alpha=1 - dampening) skips the product for alpha 1.
-                    scaled = (grad if dampening == 0
-                              else numbers('1 - dampening', 1 - dampening, param) * grad)
-                    buffer = buffer * numbers('momentum', momentum, param) + scaled
+                    buffer = buffer * numbers('momentum', momentum, param)
+                    # add_(grad, alpha=1 - dampening): alpha 1 adds exactly, a plain add.
+                    buffer = (buffer + grad if dampening == 0 else add_scaled(
+                        buffer, grad, numbers('1 - dampening', 1 - dampening, param)))
                 state['momentum_buffer'] = buffer
                 if group['nesterov']:
-                    grad = grad + numbers('momentum', momentum, param) * buffer
+                    grad = add_scaled(grad, buffer, numbers('momentum', momentum, param))
                 else:
                     grad = buffer
-            param -= numbers('lr', lr, param) * grad
+            param._assign(add_scaled(param, grad, numbers('-lr', -lr, param)))

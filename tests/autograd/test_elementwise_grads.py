@@ -149,6 +149,25 @@ def test_gelu_backward_differentiates_again(approximate):
     torch.testing.assert_close(second.data, t_second)
 
 
+def test_fused_multiply_adds_differentiate_as_torchs():
+    """'addcmul' and 'lerp' (the optimizers' fused updates), broadcasting included."""
+    from gt.tensor import Tensor, apply
+
+    def addcmul(x, a, b):
+        if isinstance(x, Tensor):
+            return apply('addcmul', [x, a, b], value=-0.5)
+        return torch.addcmul(x, a, b, value=-0.5)
+
+    def lerp(start, end, weight):
+        if isinstance(start, Tensor):
+            return apply('lerp', [start, end, weight])
+        return torch.lerp(start, end, weight)
+
+    check_vs_torch(addcmul, (3, 4), (4,), (3, 1))
+    check_vs_torch(lerp, (3, 4), (3, 4), ())
+    check_vs_torch(lerp, (3, 4), (1, 4), (3, 4))
+
+
 def test_unary_at_kinks():
     """Where torch picks a subgradient: relu and abs at 0, clamp at its bounds (inclusive),
     gelu at 0 and far out."""

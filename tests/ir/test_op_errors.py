@@ -142,6 +142,9 @@ CASES = [
      'folded_mm: expected operands of 2 or more dims with the same leading dims, got shapes '
      '[2, 3, 4] and [2, 5, 6]'),
     ('folded_mm', [((2, 3), f32), ((2, 4), 'float64')], {}, TypeError, 'same dtype'),
+    ('addcmul', [((2, 3), f32), ((4,), f32), ((2, 3), f32)], {'value': 1}, ValueError,
+     'addcmul'),
+    ('lerp', [((2, 3), f32), ((2, 3), f32), ((2, 4), f32)], {}, ValueError, 'lerp'),
 ]
 
 # Refused by the type rules, where torch's kernels would run (a cast target), fail
@@ -159,6 +162,15 @@ STRICTER = [
     ('nll_loss_forward', [((4, 3), f32), ((4,), f32)], NLL, TypeError,
      'nll_loss_forward: expected int64 (or int32) class indices, got float32'),
     ('folded_mm', [((3,), f32), ((3,), f32)], {}, ValueError, '2 or more dims'),
+    # torch promotes mixed dtypes; GT's optimizers never mix them, so the rows refuse to.
+    ('addcmul', [((2, 3), f32), ((2, 3), 'float64'), ((2, 3), f32)], {'value': 1}, TypeError,
+     'addcmul: expected operands of one dtype, got float32, float64, float32'),
+    ('addcmul', [((2, 3), 'int64'), ((2, 3), 'int64'), ((2, 3), 'int64')], {'value': 1},
+     TypeError, 'addcmul: expected a floating point tensor, got int64'),
+    ('addcmul', [((2, 3), f32), ((2, 3), f32), ((2, 3), f32)], {'value': 'x'}, TypeError,
+     "addcmul: value must be a number, got 'x'"),
+    ('lerp', [((2, 3), f32), ((2, 3), f32), ((), 'float64')], {}, TypeError,
+     'lerp: expected operands of one dtype'),
 ]
 
 

@@ -122,6 +122,26 @@ def test_gelu_backward_is_torchs_kernel(dtype, approximate):
                  torch.ops.aten.gelu_backward(gradient, x, approximate=approximate))
 
 
+FUSED_SHAPES = [((3, 5), (3, 5), (3, 5)), ((3, 5), (5,), ()), ((), (), ()), ((0, 2), (2,), ()),
+                ((1, 5), (4, 1), (4, 5))]
+
+
+@pytest.mark.parametrize('shapes', FUSED_SHAPES, ids=str)
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+def test_addcmul_is_torchs_kernel(dtype, shapes):
+    """One rounding where `x + value * a * b` from separate ops takes several."""
+    x, a, b = (tensor(shape, dtype) for shape in shapes)
+    for value in (1, -0.01, 0.5):
+        check_op('addcmul', [x, a, b], {'value': value}, torch.addcmul(x, a, b, value=value))
+
+
+@pytest.mark.parametrize('shapes', FUSED_SHAPES, ids=str)
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+def test_lerp_is_torchs_kernel(dtype, shapes):
+    start, end, weight = (tensor(shape, dtype) for shape in shapes)
+    check_op('lerp', [start, end, weight], {}, torch.lerp(start, end, weight))
+
+
 @pytest.mark.parametrize('decimals', [1, 2, -1])
 def test_round_to_decimals(decimals):
     x = tensor((3, 4)) * 100

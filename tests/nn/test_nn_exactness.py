@@ -55,8 +55,10 @@ def train_both(mine, theirs, batches, loss_of) -> None:
         expected.step()
         expected.zero_grad()
         assert_close(loss, torch_loss, rtol=1e-4, atol=0), f'step {step}'
-    # Weights agree to ~1e-7; Adam divides by the gradient's own scale, so an element whose
-    # gradient is nearly zero can move a little differently (seen: 7e-6, lr is 3e-3).
+    # On one worker the weights are torch's bit for bit (GT runs torch's kernels and
+    # optimizer updates; tests/optim/test_bitwise_training.py asserts it). The tolerance is
+    # for tests/runtime/test_sharded_suite.py, which runs this file sharded over 3 workers,
+    # where partial sums are added in another order.
     final = theirs.state_dict()
     for name, value in mine.state_dict().items():
         assert_close(value, final[name], rtol=1e-4, atol=1e-5)

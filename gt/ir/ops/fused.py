@@ -1,0 +1,69 @@
+"""Pointwise ops that torch computes with one rounding where separate ops take two:
+`addcmul` (`x + value * a * b`) and `lerp` (`start + weight * (end - start)`), whose
+kernels use fused multiply-adds. torch's optimizers update with them (`add_(g, alpha=-lr)`
+is `addcmul(p, g, -lr)` to the bit), so GT's optimizers do too, and train as torch does
+bit for bit. A scalar that changes from step to step (a learning rate) is a 0-d tensor
+operand, not an attribute, so the step's program stays the same.
+"""
+
+import numpy as np
+import torch
+
+from gt.ir.graph import TensorType
+from gt.ir.ops.gradients import wanted
+from gt.ir.ops.opdef import OpDef
+from gt.ir.sharding import pointwise
+from gt.ir.type_rules import broadcast_shapes, require_floating
+
+
+def _same_floating_type(name: str):
+    def infer(types):
+        require_floating(name, *types)
+        if len({t.dtype for t in types}) != 1:
+            raise TypeError(f'{name}: expected operands of one dtype, got '
+                            f'{", ".join(t.dtype for t in types)}')
+        return (TensorType(broadcast_shapes(name, *(t.shape for t in types)), types[0].dtype),)
+    return infer
+
+
+def _addcmul_type(types, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f'addcmul: value must be a number, got {value!r}')
+    return _same_floating_type('addcmul')(types)
+
+
+def _addcmul(x, a, b, value):
+    return torch.addcmul(x, a, b, value=value)
+
+
+def _np_addcmul(x, a, b, value):
+    return np.asarray(x + value * a * b).astype(x.dtype)
+
+
+def _addcmul_grad(emit, inputs, grads, value):
+    x, a, b = inputs
+    (g,) = grads
+    scaled = emit('mul', g, value) if value != 1 else g
+    return [g if wanted(x) else None,
+            emit('mul', scaled, b) if wanted(a) else None,
+            emit('mul', scaled, a) if wanted(b) else None]
+
+
+def _np_lerp(start, end, weight):
+    return np.asarray(start + weight * (end - start)).astype(start.dtype)
+
+
+def _lerp_grad(emit, inputs, grads):
+    start, end, weight = inputs
+    (g,) = grads
+    return [emit('mul', g, emit('sub', 1, weight)) if wanted(start) else None,
+            emit('mul', g, weight) if wanted(end) else None,
+            emit('mul', g, emit('sub', end, start)) if wanted(weight) else None]
+
+
+ROWS = [
+    OpDef('addcmul', _addcmul_type, _addcmul, _np_addcmul,
+          grad=_addcmul_grad, shard=pointwise()),
+    OpDef('lerp', _same_floating_type('lerp'), torch.lerp, _np_lerp, grad=_lerp_grad,
+          shard=pointwise()),
+]

@@ -1,0 +1,55 @@
+"""GT's optimizers train as torch's do, bit for bit: the same model, batches and
+hyperparameters give equal losses at every step and equal weights after 20 steps.
+torch's single-tensor updates fuse multiply-adds (`add_(g, alpha=-lr)`, `lerp_`,
+`addcmul_`); GT's updates use the same kernels (the `addcmul` and `lerp` rows), and the
+model's kernels (linear, tanh, cross-entropy) are torch's too."""
+
+import pytest
+import torch
+
+import gt
+import gt.nn as nn
+import gt.nn.functional as F
+import gt.optim
+
+STEPS = 20
+CONFIGS = [
+    ('SGD', dict(lr=0.1)),
+    ('SGD', dict(lr=0.1, momentum=0.9)),
+    ('SGD', dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-2)),
+    ('SGD', dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-2, maximize=True)),
+    ('Adam', dict(lr=3e-3)),
+    ('Adam', dict(lr=3e-3, weight_decay=1e-2, amsgrad=True)),
+    ('AdamW', dict(lr=3e-3, weight_decay=1e-2)),
+    ('RMSprop', dict(lr=1e-2)),
+    ('RMSprop', dict(lr=1e-2, centered=True, momentum=0.9, weight_decay=1e-2)),
+    ('Adagrad', dict(lr=1e-2, weight_decay=1e-2, lr_decay=1e-3)),
+]
+
+
+def model(library):
+    return library.Sequential(library.Linear(20, 32), library.Tanh(), library.Linear(32, 5))
+
+
+@pytest.mark.parametrize('name, options', CONFIGS, ids=[f'{n}-{o}' for n, o in CONFIGS])
+def test_training_equals_torchs_bit_for_bit(name, options):
+    theirs = model(torch.nn)
+    mine = model(nn)
+    mine.load_state_dict(theirs.state_dict())
+    expected = getattr(torch.optim, name)(theirs.parameters(), foreach=False, **options)
+    optimizer = getattr(gt.optim, name)(mine.parameters(), **options)
+    x, y = torch.randn(32, 20), torch.randint(0, 5, (32,))
+    inputs, targets = gt.tensor(x), gt.tensor(y)
+    for step in range(STEPS):
+        loss = F.cross_entropy(mine(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch_loss = torch.nn.functional.cross_entropy(theirs(x), y)
+        torch_loss.backward()
+        expected.step()
+        expected.zero_grad()
+        assert loss.item() == torch_loss.item(), f'step {step}'
+    final = theirs.state_dict()
+    for key, value in mine.state_dict().items():
+        assert torch.equal(value.data, final[key]), key
