@@ -24,7 +24,7 @@ def test_a_worker_killed_during_a_move_fails_its_clients_quickly(start_cluster):
     with connected(private.address):
         with gt.signal.context('pair'):
             x = gt.randn(64, 64)
-        assert x.sum().item() == pytest.approx(x.data.sum().item(), rel=1e-4)
+        assert x.sum().item() == pytest.approx(x.data.sum().item(), rel=1e-4, abs=1e-3)
         stats = gt.debug.get_worker_stats()
         pid = next(s['pid'] for s in stats if s['index'] == 1)
         victim = next(w for w in private.workers if w.pid == pid)
@@ -90,12 +90,16 @@ def test_nonsense_configs_on_the_wire_are_skipped(four):
                         [1, 2], {'rows': [0, [3, 1, 99, -4]]}):
             send(client.socket, Configure(configs, 'many', 'always'))
         client.config_version = gt.config.version()  # keep the crafted ones in place
+        gt.manual_seed(0)  # the same draws whichever session number this one gets
         with gt.signal.context('rows'), gt.signal.context('b'):
             x = gt.randn(6, 2)
         with gt.signal.context('rows'):
             y = gt.randn(6, 2)
         ir = gt.debug.dump_ir(show=False)
-        assert (x + y).sum().item() == pytest.approx((x.data + y.data).sum().item(), rel=1e-5)
+        # Partial sums add in another order than torch's: an absolute bound too, since a
+        # sum of 12 normal draws may cancel to near zero.
+        assert (x + y).sum().item() == pytest.approx((x.data + y.data).sum().item(), rel=1e-5,
+                                                      abs=1e-5)
     assert placements_of(ir, 'randn') == ['R@w0', 'S0@w3,w1'], ir  # 'b' (axis -1) skipped;
     # 'rows' kept the live workers 3 and 1, in its order
     assert four.server.poll() is None
