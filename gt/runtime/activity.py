@@ -20,7 +20,6 @@ class Activity:
         self.busy = 0.0
         self.programs = 0
         self.ops: Counter = Counter()  # op name -> seconds
-        self.sessions: Counter = Counter()  # session -> seconds
         self.events: list = []  # [start, end, session, program id, ops, kinds, compiled]
 
     def add(self, session: int, program_id: int, op_counts: dict, n_ops: int, start: float,
@@ -28,7 +27,6 @@ class Activity:
         """One program's run: `op_counts` its ops by name, `n_ops` their total."""
         self.busy += seconds
         self.programs += 1
-        self.sessions[session] += seconds
         if n_ops:
             for op, count in op_counts.items():
                 self.ops[op] += seconds * count / n_ops
@@ -40,7 +38,7 @@ class Activity:
 
     def report(self, extra: dict) -> dict:
         return {'busy': self.busy, 'programs': self.programs, 'ops': dict(self.ops),
-                'sessions': dict(self.sessions), 'events': self.events, 'time': time.time(),
+                'events': self.events, 'time': time.time(),
                 **extra}
 
 

@@ -51,19 +51,19 @@ class Monitor:
             return True
         return False
 
-    def note_activity(self, handle: WorkerHandle, activity: dict,
-                      sessions: dict[int, Session]) -> None:
-        """A worker's report since its last beat: per-session worker-seconds, and its
-        programs' start and end times for the log. A report sent before a fetch's reply
-        has no memory figure: the previous one stands."""
+    def charge(self, worker: int, session: Session | None, seconds: float) -> None:
+        """A RunProgram ended on `worker` after `seconds` (its Done or Fetched reply): the
+        session's worker-seconds, the ones the scheduler charges it, current at once."""
+        if session is not None and seconds > 0:
+            session.worker_seconds[worker] = session.worker_seconds.get(worker, 0.0) + seconds
+
+    def note_activity(self, handle: WorkerHandle, activity: dict) -> None:
+        """A worker's report since its last beat, and its programs' start and end times for
+        the log. A report sent before a fetch's reply has no memory figure: the previous
+        one stands."""
         if 'memory' not in activity and 'memory' in handle.activity:
             activity = {**activity, 'memory': handle.activity['memory']}
         handle.activity = activity
-        for number, seconds in dict(activity.get('sessions') or {}).items():
-            session = sessions.get(number)
-            if session is not None and isinstance(seconds, (int, float)):
-                session.worker_seconds[handle.index] = (
-                    session.worker_seconds.get(handle.index, 0.0) + seconds)
         if not self.events.on:
             return
         for start, end, number, program, ops, kinds, compiled in activity.get('events') or []:

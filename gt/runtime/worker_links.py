@@ -54,7 +54,9 @@ class WorkerLinks:
         if handle is None or not isinstance(message.session, int):
             return
         seconds = message.seconds if isinstance(message.seconds, (int, float)) else 0.0
-        self.scheduler.done(handle.index, self.session_numbers.get(message.session), seconds)
+        session = self.session_numbers.get(message.session)
+        self.scheduler.done(handle.index, session, seconds)
+        self.monitor.charge(handle.index, session, seconds)
 
     def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
                    program: WorkerPlan | None, releases: list, fetches: list,
@@ -133,7 +135,7 @@ class WorkerLinks:
             return
         handle.last_seen = time.monotonic()
         if isinstance(message.activity, dict):
-            self.monitor.note_activity(handle, message.activity, self.session_numbers)
+            self.monitor.note_activity(handle, message.activity)
 
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
         handle = self.worker_by_identity.get(identity)
@@ -143,6 +145,7 @@ class WorkerLinks:
         if isinstance(message, Fetched) and isinstance(message.seconds, (int, float)):
             owner = self.sessions.get(pending.identity) if pending else None
             self.scheduler.done(handle.index, owner, message.seconds)  # it ends a RunProgram
+            self.monitor.charge(handle.index, owner, message.seconds)
         if pending is None or handle.index not in pending.workers:
             return
         if self.monitor.on:
