@@ -169,7 +169,7 @@ STRICTER = [
      TypeError, 'addcmul: expected a floating point tensor, got int64'),
     ('addcmul', [((2, 3), f32), ((2, 3), f32), ((2, 3), f32)], {'value': 'x'}, TypeError,
      "addcmul: value must be a number, got 'x'"),
-    ('lerp', [((2, 3), f32), ((2, 3), f32), ((), 'float64')], {}, TypeError,
+    ('lerp', [((2, 3), f32), ((2, 3), f32), ((2, 3), 'float64')], {}, TypeError,
      'lerp: expected operands of one dtype'),
 ]
 

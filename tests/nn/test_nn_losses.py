@@ -144,3 +144,17 @@ def test_class_target_errors():
         F.cross_entropy(logits, gt.tensor([0, 1, 2, 1]), reduction='average')
     with pytest.raises(ValueError, match='one entry per class'):
         F.cross_entropy(logits, gt.tensor([0, 1, 2, 1]), weight=gt.ones(4))
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize('reduction', ['mean', 'sum'])
+def test_half_precision_cross_entropy_gradient_is_torchs(dtype, reduction):
+    """A half loss's 0-d gradient, masked where targets are ignored, stays half: the
+    gradient has the logits' dtype and torch's bits."""
+    logits = torch.randn(6, 5).to(dtype)
+    targets = torch.tensor([0, 4, -100, 2, 2, 1])
+    mine, theirs = both(logits, requires_grad=True)
+    F.cross_entropy(mine, gt.tensor(targets), reduction=reduction).backward()
+    torch.nn.functional.cross_entropy(theirs, targets, reduction=reduction).backward()
+    assert mine.grad.dtype == dtype
+    assert torch.equal(mine.grad.data, theirs.grad)

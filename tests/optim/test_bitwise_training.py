@@ -53,3 +53,35 @@ def test_training_equals_torchs_bit_for_bit(name, options):
     final = theirs.state_dict()
     for key, value in mine.state_dict().items():
         assert torch.equal(value.data, final[key]), key
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize('name, options', CONFIGS, ids=[f'{n}-{o}' for n, o in CONFIGS])
+def test_half_precision_training_follows_torchs(name, options, dtype):
+    """Half and bfloat16 models train too (the rates are float32 numbers beside them). Not
+    bit for bit: torch's low-precision kernels compute a whole expression (addmm's bias,
+    Adam's denominator) in float32 and round once, where GT's ops round in between, and
+    the adaptive optimizers turn those roundings into sign flips of early steps. So SGD
+    must stay close to torch, and every optimizer must keep the dtype and be finite (or
+    not: eps=1e-8 underflows in float16, in torch too) exactly where torch is."""
+    theirs = model(torch.nn).to(dtype)
+    mine = model(nn).to(dtype)
+    mine.load_state_dict(theirs.state_dict())
+    expected = getattr(torch.optim, name)(theirs.parameters(), foreach=False, **options)
+    optimizer = getattr(gt.optim, name)(mine.parameters(), **options)
+    x, y = torch.randn(32, 20, dtype=dtype), torch.randint(0, 5, (32,))
+    inputs, targets = gt.tensor(x), gt.tensor(y)
+    for _ in range(5):
+        F.cross_entropy(mine(inputs), targets).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(theirs(x), y).backward()
+        expected.step()
+        expected.zero_grad()
+    final = theirs.state_dict()
+    for key, value in mine.state_dict().items():
+        got, want = value.data, final[key]
+        assert got.dtype == dtype
+        assert torch.equal(got.isfinite(), want.isfinite()), key
+        if name == 'SGD':
+            torch.testing.assert_close(got.float(), want.float(), rtol=0.05, atol=0.02)

@@ -16,20 +16,37 @@ from gt.ir.sharding import pointwise
 from gt.ir.type_rules import broadcast_shapes, require_floating
 
 
-def _same_floating_type(name: str):
+def _fused_type(name: str):
+    """Floating operands of one dtype; the last may be a 0-d number of a wider floating
+    dtype (GT keeps a number beside half and bfloat16 tensors in float32, as torch does)."""
     def infer(types):
         require_floating(name, *types)
-        if len({t.dtype for t in types}) != 1:
+        *tensors, last = types
+        dtype = tensors[0].dtype
+        if any(t.dtype != dtype for t in tensors) or (last.dtype != dtype and last.shape):
             raise TypeError(f'{name}: expected operands of one dtype, got '
                             f'{", ".join(t.dtype for t in types)}')
-        return (TensorType(broadcast_shapes(name, *(t.shape for t in types)), types[0].dtype),)
+        return (TensorType(broadcast_shapes(name, *(t.shape for t in types)), dtype),)
     return infer
 
 
 def _addcmul_type(types, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f'addcmul: value must be a number, got {value!r}')
-    return _same_floating_type('addcmul')(types)
+    return _fused_type('addcmul')(types)
+
+
+def _in_number_precision(kernel):
+    """Half and bfloat16 kernels compute in float32 with the number as given, then round
+    once: so does this, from a float32 number, where torch's kernel would take a Python
+    number (`add_(g, alpha=-lr)`)."""
+    def run(*operands, **attrs):
+        *tensors, last = operands
+        if last.dtype == tensors[0].dtype:
+            return kernel(*operands, **attrs)
+        wide = [t.to(last.dtype) for t in tensors]
+        return kernel(*wide, last, **attrs).to(tensors[0].dtype)
+    return run
 
 
 def _addcmul(x, a, b, value):
@@ -62,8 +79,8 @@ def _lerp_grad(emit, inputs, grads):
 
 
 ROWS = [
-    OpDef('addcmul', _addcmul_type, _addcmul, _np_addcmul,
+    OpDef('addcmul', _addcmul_type, _in_number_precision(_addcmul), _np_addcmul,
           grad=_addcmul_grad, shard=pointwise()),
-    OpDef('lerp', _same_floating_type('lerp'), torch.lerp, _np_lerp, grad=_lerp_grad,
-          shard=pointwise()),
+    OpDef('lerp', _fused_type('lerp'), _in_number_precision(torch.lerp), _np_lerp,
+          grad=_lerp_grad, shard=pointwise()),
 ]

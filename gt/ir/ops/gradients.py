@@ -57,5 +57,7 @@ def reduced_count(shape: tuple[int, ...], dim: Any) -> int:
 
 
 def masked(emit: Emit, keep: Any, grad: Any) -> Any:
-    """`grad` where `keep`, else 0 (a select, as torch's rules use, so inf*0 gives no NaN)."""
-    return emit('where', keep, grad, 0.0)
+    """`grad` where `keep`, else 0 (a select, as torch's rules use, so inf*0 gives no NaN).
+    The zero has grad's dtype: a bare 0.0 would be float32 and, beside a 0-d half `grad`,
+    promote the result."""
+    return emit('where', keep, grad, zeros_of(emit, (), grad))
