@@ -142,6 +142,17 @@ def test_lerp_is_torchs_kernel(dtype, shapes):
     check_op('lerp', [start, end, weight], {}, torch.lerp(start, end, weight))
 
 
+@pytest.mark.parametrize('dtype', [f16, bf16], ids=str)
+def test_fused_rows_take_a_float32_number_beside_half_tensors(dtype):
+    """What torch's half optimizer steps compute from a Python number: `add_(g, alpha)`
+    and `lerp(end, weight)`, to the bit; the number arrives as a float32 literal."""
+    x, y = tensor((64,), dtype), tensor((64,), dtype)
+    for number in (-0.1, -0.0123, 3e-3):
+        scale = torch.tensor(number)
+        check_op('addcmul', [x, y, scale], {'value': 1}, x.add(y, alpha=number))
+        check_op('lerp', [x, y, scale], {}, torch.lerp(x, y, number))
+
+
 @pytest.mark.parametrize('decimals', [1, 2, -1])
 def test_round_to_decimals(decimals):
     x = tensor((3, 4)) * 100

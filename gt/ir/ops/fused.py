@@ -36,21 +36,18 @@ def _addcmul_type(types, value):
     return _fused_type('addcmul')(types)
 
 
-def _in_number_precision(kernel):
-    """Half and bfloat16 kernels compute in float32 with the number as given, then round
-    once: so does this, from a float32 number, where torch's kernel would take a Python
-    number (`add_(g, alpha=-lr)`)."""
-    def run(*operands, **attrs):
-        *tensors, last = operands
-        if last.dtype == tensors[0].dtype:
-            return kernel(*operands, **attrs)
-        wide = [t.to(last.dtype) for t in tensors]
-        return kernel(*wide, last, **attrs).to(tensors[0].dtype)
-    return run
-
-
 def _addcmul(x, a, b, value):
-    return torch.addcmul(x, a, b, value=value)
+    """A float32 number beside half tensors is rounded to their dtype first, as torch's
+    half `add_(g, alpha=-lr)` rounds its alpha (then computes in float32, rounding once)."""
+    return torch.addcmul(x, a, b.to(x.dtype), value=value)
+
+
+def _lerp(start, end, weight):
+    """A float32 weight beside half tensors stays float32: torch's half lerp computes in
+    float32 from the Python number, rounding once."""
+    if weight.dtype == start.dtype:
+        return torch.lerp(start, end, weight)
+    return torch.lerp(start.to(weight.dtype), end.to(weight.dtype), weight).to(start.dtype)
 
 
 def _np_addcmul(x, a, b, value):
@@ -79,8 +76,8 @@ def _lerp_grad(emit, inputs, grads):
 
 
 ROWS = [
-    OpDef('addcmul', _addcmul_type, _in_number_precision(_addcmul), _np_addcmul,
+    OpDef('addcmul', _addcmul_type, _addcmul, _np_addcmul,
           grad=_addcmul_grad, shard=pointwise()),
-    OpDef('lerp', _fused_type('lerp'), _in_number_precision(torch.lerp), _np_lerp,
+    OpDef('lerp', _fused_type('lerp'), _lerp, _np_lerp,
           grad=_lerp_grad, shard=pointwise()),
 ]
