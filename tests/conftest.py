@@ -384,17 +384,11 @@ def time_limit(request):
         return
     marker = request.node.get_closest_marker('time_limit')
     seconds = marker.args[0] if marker else DEFAULT_TIME_LIMIT
+    from gt.scripts.opinfo_check import raise_after  # gt only after the environment above
 
-    def expire(signum, frame):
-        raise TimeLimitExceeded(f'{request.node.nodeid} ran longer than {seconds} s')
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    with raise_after(seconds, TimeLimitExceeded(f'{request.node.nodeid} ran longer than '
+                                                f'{seconds} s')):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def wait_for_compiles(compiler, seconds: float = 60.0) -> None:

@@ -106,7 +106,7 @@ def check_op_info(op: Any, max_samples: int = 3, seconds: float = 30.0) -> Outco
     check that takes over `seconds` fails, and the session it hung is dropped (the next
     op starts a fresh local server), so that one hang does not stop a whole walk."""
     try:
-        with _time_limit(seconds):
+        with raise_after(seconds, TimeLimitExceeded()):
             return _check(op, max_samples)
     except TimeLimitExceeded:
         _drop_session()
@@ -174,10 +174,11 @@ def _first_line(error: Exception) -> str:
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float):
-    """SIGALRM raises in the main thread, even inside a blocking ZeroMQ poll."""
+def raise_after(seconds: float, error: BaseException):
+    """Raise `error` in the main thread once `seconds` pass: SIGALRM interrupts even a
+    blocking ZeroMQ poll. The test suite bounds its runtime tests with it too."""
     def expire(signum, frame):
-        raise TimeLimitExceeded()
+        raise error
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
