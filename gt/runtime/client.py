@@ -304,7 +304,7 @@ class Client:
         last_heard = last_ping = time.monotonic()
         started = last_heard
         while True:
-            if self.socket.poll(250):
+            if self._poll(250):
                 try:
                     message, frames = receive(self.socket)
                 except ProtocolError:
@@ -334,6 +334,16 @@ class Client:
             if now - last_ping > PING_SECONDS:
                 send(self.socket, Ping())
                 last_ping = now
+
+    def _poll(self, milliseconds: int) -> bool:
+        """Whether a message waits, within `milliseconds`; until the first handshake
+        succeeds, a handshake event ends the wait too, so a wrong key is said at once."""
+        if self.handshake is None:
+            return bool(self.socket.poll(milliseconds))
+        poller = zmq.Poller()
+        poller.register(self.socket, zmq.POLLIN)
+        poller.register(self.handshake.monitor, zmq.POLLIN)
+        return self.socket in dict(poller.poll(milliseconds))
 
     def _raise_errors(self, errors: list) -> None:
         if not errors:

@@ -25,6 +25,7 @@ from zmq.utils.monitor import recv_monitor_message
 KEYS_COMMAND = 'python -m gt.scripts.keys DIR'
 HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                     | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+HANG_UPS_MEANING_CURVE = 3  # a plain client's handshakes a CURVE server (or no GT one) ended
 LOG_EVERY_SECONDS = 10.0  # a peer with a wrong key retries every 100 ms: log it now and then
 
 
@@ -221,6 +222,7 @@ class HandshakeWatch:
         self.endpoint = endpoint
         self.keys = keys
         self.succeeded = False
+        self.hang_ups = 0  # before any handshake succeeded, without CURVE keys
         self.monitor = socket.get_monitor_socket(HANDSHAKE_FAILED
                                                  | zmq.EVENT_HANDSHAKE_SUCCEEDED)
 
@@ -259,11 +261,20 @@ class HandshakeWatch:
         where = f'the GT server at {self.endpoint}'
         mismatch = (kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                     and value == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+        set_the_key = ('requires CURVE encryption: set GT_CURVE_SERVER_KEY to its public key '
+                       'file (server.key from the server\'s operator), or pass it as '
+                       'gt.connect(address, curve_server_key=PATH) or gt.worker '
+                       '--curve-server-key PATH')
         if mismatch and self.keys is None:
-            return (f'{where} requires CURVE encryption: set GT_CURVE_SERVER_KEY to its '
-                    'public key file (server.key from the server\'s operator), or pass it '
-                    'as gt.connect(address, curve_server_key=PATH) or gt.worker '
-                    '--curve-server-key PATH')
+            return f'{where} {set_the_key}'
+        if kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL and self.keys is None:
+            # The server saw the mismatch first and hung up; which side sees it first is
+            # a race, retried every ~100 ms, so a run of hang-ups says it as surely.
+            self.hang_ups += 1
+            if self.hang_ups >= HANG_UPS_MEANING_CURVE:
+                return (f'{where} hung up during every handshake: if it is a GT server, it '
+                        f'{set_the_key}')
+            return ''
         if mismatch:
             return (f'{where} does not use CURVE, but GT_CURVE_SERVER_KEY is set: unset it, '
                     'or start the server with --curve-secret')
@@ -278,4 +289,4 @@ class HandshakeWatch:
                     f'({self.keys.server.decode()}) is probably not this server\'s public key')
         if kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
             return f'the handshake with {where} failed (ZeroMQ protocol error {value:#x})'
-        return ''  # a hang-up without CURVE: the server's timeout will say it
+        return ''
