@@ -3,7 +3,8 @@
 1. A heavy client (a queue of 1000x1000 matmuls, one fragment each) beside 3 light ones
    (a tiny op and a fetch every 10 ms): the light clients' p90 round trip alone and with
    the heavy one, under GT's scheduler (least-served session first, one program waiting
-   per shared worker) and with the windows opened wide (first come, first served, as
+   per shared worker, light sessions' programs on the worker's express lane), without
+   the express lane, and with the windows opened wide too (first come, first served, as
    before the scheduler). Targets: within 5x of alone, and under one heavy program plus
    the alone latency.
 2. 4 identical clients training at once: per-client throughput max/min (target <= 1.25)
@@ -91,12 +92,14 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, window: int | None = None):
+    def __init__(self, window: int | None = None, express: bool = True):
         self.port = free_port()
         self.address = f'localhost:{self.port}'
         env = {**os.environ, 'GT_WORKER_THREADS': '1'}
         if window is not None:
             env['GT_WORKER_WINDOW'] = env['GT_SHARED_WINDOW'] = str(window)
+        if not express:
+            env['GT_EXPRESS_SECONDS'] = '0'
         self.processes = [
             subprocess.Popen([sys.executable, '-m', 'gt.server', '-p', str(self.port)], env=env),
             subprocess.Popen([sys.executable, '-m', 'gt.worker', '-p', str(self.port)], env=env)]
@@ -152,8 +155,10 @@ def torch_heavy_program() -> float:
 def main() -> None:
     heavy_seconds = torch_heavy_program()
     print(f'heavy program (1000x1000 matmul + tanh, 1 thread): torch {heavy_seconds * 1e3:.1f} ms')
-    for label, window in (('GT scheduler', None), ('window wide open (FCFS)', 100000)):
-        server = Server(window)
+    for label, window, express in (('GT scheduler', None, True),
+                                   ('without the express lane', None, False),
+                                   ('window wide open (FCFS)', 100000, False)):
+        server = Server(window, express)
         try:
             alone, beside = lights(server, heavy=False), lights(server, heavy=True)
         finally:

@@ -36,6 +36,7 @@ from gt.runtime.protocol import (
     Dumped,
     DumpRequest,
     EndSession,
+    ExpressReady,
     Fetched,
     Goodbye,
     Heartbeat,
@@ -80,6 +81,7 @@ class Dispatcher(WorkerLinks):
         self.runtime_dir = runtime_dir
         self.workers: list[WorkerHandle] = []
         self.worker_by_identity: dict[bytes, WorkerHandle] = {}
+        self.express_by_identity: dict[bytes, WorkerHandle] = {}  # their express lanes
         self.sessions: dict[bytes, Session] = {}
         self.session_numbers: dict[int, Session] = {}
         self.scheduler = Scheduler(self.workers, self._send_scheduled)
@@ -104,6 +106,7 @@ class Dispatcher(WorkerLinks):
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,
             StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
             Fetched: self.worker_reply, Stats: self.worker_reply, Done: self.done,
+            ExpressReady: self.express_ready,
         }
 
     # ---- the loop ------------------------------------------------------------------------

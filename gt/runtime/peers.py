@@ -26,7 +26,21 @@ class WorkerHandle:
     peer_endpoints: list = field(default_factory=list)  # where other workers reach it
     peer_key: str = ''  # its peer socket's CURVE public key ('' without CURVE)
     activity: dict = field(default_factory=dict)  # its latest heartbeat's report
-    in_flight: int = 0  # RunPrograms sent that it has not said Done to
+    in_flight: int = 0  # RunPrograms sent to its main lane that it has not said Done to
+    main_sessions: dict = field(default_factory=dict)  # session number -> of those, its
+    # Its express lane (gt.runtime.express_lane): the secret from its Register, the lane's
+    # identity once it said ExpressReady, its programs (mirrored apart from the main
+    # lane's), and the session whose program runs there.
+    express_key: str = ''
+    express: bytes | None = None
+    express_programs: OrderedDict = field(default_factory=OrderedDict)
+    express_session: object = None
+
+    def reset_lanes(self) -> None:
+        """Nothing in flight: it was lost, or it came back with nothing."""
+        self.in_flight = 0
+        self.main_sessions.clear()
+        self.express_session = None
 
     @property
     def label(self) -> str:
@@ -59,6 +73,9 @@ class Session:
     queue: deque = field(default_factory=deque)
     weight: float = 1.0
     served: float = 0.0
+    # Its longest recent program's seconds, decaying with each reply (None before any):
+    # short enough, and its single-worker work may take a worker's express lane.
+    longest_recent: float | None = None
 
     def hold(self, value_id: int, entry: tuple) -> None:
         """Record a value the session now holds (or holds more copies of)."""

@@ -167,6 +167,7 @@ class Register:
     peer_endpoints: list  # where other workers send it pieces of moves
     token: str = ''  # the server's shared secret, as for clients
     peer_key: str = ''  # the CURVE public key of its peer socket ('' without CURVE)
+    express_key: str = ''  # a secret its express lane's ExpressReady repeats
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,16 @@ class Heartbeat:
 
     worker: bytes  # the worker's main socket identity
     activity: dict | None
+
+
+@dataclass(frozen=True)
+class ExpressReady:
+    """From a worker's express lane (its second socket and thread, which runs light
+    sessions' programs beside a long one: see gt.runtime.scheduler), now and then while
+    idle, so that a dispatcher, restarted or not, knows the lane is connected."""
+
+    worker: bytes  # the worker's main socket identity
+    key: str  # its Register's express_key: clients see identities, never this
 
 
 # ---- both directions between dispatcher and the others ---------------------------------
@@ -212,7 +223,7 @@ class Stats:
 MESSAGES = [
     Hello, Submit, Ping, StatsRequest, DumpRequest, Goodbye, KeepAlive, Welcome, Refused, Pong,
     Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats, Configure,
-    Peers, Done,
+    Peers, Done, ExpressReady,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(fields(message)) for message in MESSAGES}

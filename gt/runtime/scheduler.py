@@ -17,6 +17,14 @@ than with 4), while every program waiting at a worker is one a light client may 
 wait behind. So a worker that one session uses gets `WINDOW` (GT_WORKER_WINDOW, 4),
 and one that several sessions used within the last half second gets 1: then a light
 session waits for the program running there, not a queue (see benchmarks/multiplex.py).
+
+Nor need it wait for that program: each worker has an express lane (a second thread,
+gt.runtime.express_lane). A fragment goes there instead of behind the main lane's work
+when it involves that worker alone (so it moves nothing), the lane is free, its
+session has nothing on that worker's main lane (order within a session holds: nothing
+of it goes to the main lane either until the express program is done), and its session
+is light: its recent programs all took at most EXPRESS_SECONDS (GT_EXPRESS_SECONDS, 2 ms;
+0 turns the lane off). A light client then waits for its own work, not a heavy one's.
 """
 
 import os
@@ -27,6 +35,11 @@ WINDOW = int(os.environ.get('GT_WORKER_WINDOW', '4'))
 # While several sessions use a worker: at most this many programs wait there.
 SHARED_WINDOW = int(os.environ.get('GT_SHARED_WINDOW', '1'))
 RECENT_SECONDS = 0.5  # a session that sent work this recently still shares the worker
+EXPRESS_SECONDS = float(os.environ.get('GT_EXPRESS_SECONDS', '0.002'))
+# Per reply, a session's longest recent program counts this much less: after a long one,
+# about 40 short ones make it light again.
+LONGEST_DECAY = 0.9
+MAIN, EXPRESS = 'main', 'express'
 
 
 class Fragment(NamedTuple):
@@ -55,11 +68,23 @@ class Scheduler:
         session.queue.append(fragment)
         self.dispatch()
 
-    def done(self, worker: int, session, seconds: float) -> None:
+    def done(self, worker: int, session, seconds: float, lane: str = MAIN) -> None:
+        """A RunProgram's reply came from `worker`'s `lane`; `session` is None when it
+        has ended since."""
         handle = self.workers[worker]
-        handle.in_flight = max(0, handle.in_flight - 1)
-        if session is not None and seconds > 0:
-            session.served += seconds / session.weight
+        if lane == EXPRESS:
+            handle.express_session = None
+        else:
+            handle.in_flight = max(0, handle.in_flight - 1)
+            if session is not None:
+                left = handle.main_sessions.get(session.number, 0) - 1
+                if left > 0:
+                    handle.main_sessions[session.number] = left
+                else:
+                    handle.main_sessions.pop(session.number, None)
+        if session is not None:
+            session.served += max(0.0, seconds) / session.weight
+            session.longest_recent = max(seconds, LONGEST_DECAY * (session.longest_recent or 0))
         self.dispatch()
 
     def forget(self, session) -> None:
@@ -67,17 +92,20 @@ class Scheduler:
         session.queue.clear()
         if session in self.waiting:
             self.waiting.remove(session)
+        for handle in self.workers:
+            handle.main_sessions.pop(session.number, None)
 
     def lost(self, worker: int) -> None:
-        self.workers[worker].in_flight = 0
+        self.workers[worker].reset_lanes()
         self.dispatch()
 
     def dispatch(self) -> None:
         while self.waiting:
-            ready = [s for s in self.waiting if self._fits(s.queue[0])]
+            ready = [(s, lane) for s in self.waiting
+                     if (lane := self._lane(s, s.queue[0])) is not None]
             if not ready:
                 return
-            session = min(ready, key=lambda s: s.served)
+            session, lane = min(ready, key=lambda ready: ready[0].served)
             self.clock = session.served
             fragment = session.queue.popleft()
             if not session.queue:
@@ -85,18 +113,46 @@ class Scheduler:
             now = time.monotonic()
             for worker, program, releases, fetches in fragment.sends:
                 handle = self.workers[worker]
-                if handle.alive:
+                if handle.alive and lane == EXPRESS:
+                    handle.express_session = session
+                elif handle.alive:
                     handle.in_flight += 1
+                    handle.main_sessions[session.number] = (
+                        handle.main_sessions.get(session.number, 0) + 1)
                 self.users.setdefault(worker, {})[id(session)] = now
-                self.send_work(session, fragment, worker, program, releases, fetches)
+                self.send_work(session, fragment, worker, program, releases, fetches,
+                               lane == EXPRESS)
             if fragment.then is not None:
                 fragment.then()
 
-    def _fits(self, fragment: Fragment) -> bool:
+    def _lane(self, session, fragment: Fragment) -> str | None:
+        """Where `session`'s next fragment can go now: MAIN, EXPRESS or nowhere yet.
+        Express whenever it may and the main lane holds others' work, even with room
+        there: a program waiting at a worker waits for all before it."""
+        if len(fragment.sends) == 1:
+            worker = fragment.sends[0][0]
+            if self.workers[worker].in_flight and self._express_takes(session, worker):
+                return EXPRESS
+        if all(self._main_takes(session, w) for w, *_ in fragment.sends):
+            return MAIN
+        return None
+
+    def _main_takes(self, session, worker: int) -> bool:
         """Lost workers never block: what is sent to them is dropped, and requests that
         wait on them were failed when they were lost."""
-        return all(self.workers[w].in_flight < self._window(w) or not self.workers[w].alive
-                   for w, *_ in fragment.sends)
+        handle = self.workers[worker]
+        if not handle.alive:
+            return True
+        return (handle.in_flight < self._window(worker)
+                and handle.express_session is not session)
+
+    def _express_takes(self, session, worker: int) -> bool:
+        handle = self.workers[worker]
+        return (EXPRESS_SECONDS > 0 and handle.alive and handle.express is not None
+                and handle.express_session is None
+                and session.number not in handle.main_sessions
+                and session.longest_recent is not None
+                and session.longest_recent <= EXPRESS_SECONDS)
 
     def _window(self, worker: int) -> int:
         """WINDOW for a worker one session uses; SHARED_WINDOW while several do, so that

@@ -20,6 +20,7 @@ from gt.runtime.compiler import Compiler
 from gt.runtime.curve import HandshakeWatch, Keys
 from gt.runtime.engines import make_engine
 from gt.runtime.exchange import PeerExchange
+from gt.runtime.express_lane import ExpressLane, Lane
 from gt.runtime.program import Failed, Program
 from gt.runtime.protocol import (
     Done,
@@ -62,6 +63,8 @@ class Worker:
         self.programs: dict[int, Program] = {}
         # Compiling is torch's: the numpy engine runs every program as generated Python.
         self.compiler = Compiler() if self.engine.name == 'torch' else None
+        self.main = Lane(self.socket, self.programs, self.compiler)
+        self.express = ExpressLane(self)
         self.probes_seen: dict[str, bool] = {}
         self.salt = 0
         self.ops_run = 0
@@ -86,6 +89,7 @@ class Worker:
         threading.Thread(target=self._beat, daemon=True, name='gt-heartbeat').start()
         try:
             self._await_handshake()
+            self.express.start()
             with self.engine.running():
                 self._serve()
         finally:
@@ -133,7 +137,7 @@ class Worker:
         send(self.socket, Register(self.identity.decode(), self.engine.describe(),
                                    sockets.gethostname(), os.getpid(),
                                    self.exchange.endpoints, os.environ.get('GT_TOKEN', ''),
-                                   self.exchange.public_key))
+                                   self.exchange.public_key, self.express.key))
 
     def _await_handshake(self) -> None:
         """Wait for the dispatcher's socket to complete its handshake (ZeroMQ would fail a
@@ -155,6 +159,7 @@ class Worker:
         self.contexts.clear()
         self.errors.clear()
         self.programs.clear()
+        self.express.programs.clear()
         self.exchange.clear()
         self._register()
 
@@ -175,24 +180,29 @@ class Worker:
         return activity.report(extra)
 
     def run_program(self, message: RunProgram, frames: list) -> None:
-        """The dispatcher keeps only a few programs in flight here: each ends in a reply,
+        self.execute(message, frames, self.main)
+
+    def execute(self, message: RunProgram, frames: list, lane: Lane) -> None:
+        """Run one RunProgram on `lane` (the main loop's, or the express lane's thread).
+        The dispatcher keeps only a few in flight here: each ends in a reply on its lane,
         Fetched when it fetches, else Done, with the seconds it took."""
         started = time.perf_counter()
         replied = False
         try:
-            replied = self._run_program(message, frames, started)
+            replied = self._run_program(message, frames, started, lane)
         finally:
             if not replied:
-                send(self.socket, Done(message.session, time.perf_counter() - started))
+                send(lane.socket, Done(message.session, time.perf_counter() - started))
 
-    def _run_program(self, message: RunProgram, frames: list, started: float) -> bool:
+    def _run_program(self, message: RunProgram, frames: list, started: float,
+                     lane: Lane) -> bool:
         session = message.session
         values = self.values.setdefault(session, {})
         for program_id in message.forget:
-            self.programs.pop(program_id, None)
+            lane.programs.pop(program_id, None)
         if message.program_id >= 0:
             try:
-                self._run(message, values, frames)
+                self._run(message, values, frames, lane)
             except Exception as error:  # not an op's failure: the message itself was bad
                 report = [message.base, None, 'run', f'{type(error).__name__}: {error}']
                 self.errors.setdefault(session, []).append(report)
@@ -200,18 +210,18 @@ class Worker:
         for value_id in message.releases:
             values.pop(value_id, None)
         if message.fetch:
-            self._fetch(message, values, time.perf_counter() - started)
+            self._fetch(message, values, time.perf_counter() - started, lane)
             return True
         return False
 
-    def _run(self, message: RunProgram, values: dict, frames: list) -> None:
+    def _run(self, message: RunProgram, values: dict, frames: list, lane: Lane) -> None:
         if message.program is not None:
-            self.programs[message.program_id] = Program(message.program, self.engine.implementation,
-                                                        self.compiler)
+            lane.programs[message.program_id] = Program(message.program, self.engine.implementation,
+                                                        lane.compiler)
             diagnostics.debug('worker', lambda: (
                 f'program {message.program_id} decoded: '
-                f'{len(self.programs[message.program_id].steps)} steps'))
-        program = self.programs[message.program_id]
+                f'{len(lane.programs[message.program_id].steps)} steps'))
+        program = lane.programs[message.program_id]
         context = self.contexts.get(message.session) or self.contexts.setdefault(
             message.session, self.engine.new_context((self.salt << 16) + message.session))
         context.data = [self.engine.from_wire(dtype, shape, frame.buffer)
@@ -221,8 +231,8 @@ class Worker:
         context.session, context.base, context.moved = message.session, message.base, {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals[:program.n_inputs]]
-        if self.compiler is not None:
-            self.compiler.share_cores()
+        if lane.compiler is not None:
+            lane.compiler.share_cores()
         started, start = time.time(), time.perf_counter()
         kept, errors = program.run(inputs, context, message.base)
         seconds = time.perf_counter() - start
@@ -230,6 +240,8 @@ class Worker:
             self.activity.add(message.session, message.program_id, program.op_counts,
                               len(program.steps), started, seconds, program.ran_compiled,
                               self.report_programs)
+            self.ops_run += len(program.steps)
+            self.programs_run += 1
         diagnostics.debug('worker', lambda: (
             f"session {message.session} ran program {message.program_id} "
             f"({'compiled' if program.ran_compiled else f'run {program.runs}'}) in "
@@ -240,13 +252,11 @@ class Worker:
             values[message.base + local if local >= 0 else message.externals[-1 - local]] = value
         if errors:
             self.errors.setdefault(message.session, []).extend(errors)
-        self.ops_run += len(program.steps)
-        self.programs_run += 1
 
-    def _fetch(self, message: RunProgram, values: dict, seconds: float) -> None:
+    def _fetch(self, message: RunProgram, values: dict, seconds: float, lane: Lane) -> None:
         if self.report_programs and self.activity.events:
             # Events are on: the programs' times reach the log before the reply does.
-            send(self.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
+            send(lane.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
         headers, frames, errors = [], [], self.errors.pop(message.session, [])
         for value_id in message.fetch:
             value = values.get(value_id)
@@ -269,7 +279,7 @@ class Worker:
             else:
                 headers.append([dtype, shape])
                 frames.append(memoryview(array).cast('B') if array.size else b'')
-        send(self.socket, Fetched(message.request, headers, errors, seconds), frames)
+        send(lane.socket, Fetched(message.request, headers, errors, seconds), frames)
 
     def _shares_memory(self, message: RunProgram) -> bool:
         probe = message.shared_memory_probe
@@ -295,6 +305,7 @@ class Worker:
             'engine': self.engine.name, 'pid': os.getpid(),
             'tensors': len(live), 'bytes': sum(self.engine.nbytes(v) for v in live),
             'ops': self.ops_run, 'programs_run': self.programs_run,
+            'express_programs': self.express.runs,
             'programs_cached': len(self.programs), 'sessions': len(self.values),
             'peer_endpoints': self.exchange.endpoints,
             'peer_curve': self.exchange.keys is not None,

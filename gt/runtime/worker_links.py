@@ -4,6 +4,7 @@ sent to them (a program's encoding travels the first time a worker gets it; the
 dispatcher mirrors each worker's cache of decoded programs).
 """
 
+import hmac
 import os
 import time
 
@@ -14,6 +15,8 @@ from gt.runtime.peers import Session, WorkerHandle
 from gt.runtime.planner import WorkerPlan
 from gt.runtime.protocol import (
     Done,
+    EndSession,
+    ExpressReady,
     Fetched,
     Heartbeat,
     Peers,
@@ -23,7 +26,7 @@ from gt.runtime.protocol import (
     Stats,
     Submit,
 )
-from gt.runtime.scheduler import Fragment
+from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
 
 HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
@@ -45,33 +48,64 @@ class WorkerLinks:
         return program_id
 
     def _send_scheduled(self, session: Session, fragment: Fragment, worker: int,
-                        program: WorkerPlan | None, releases: list, fetches: list) -> None:
+                        program: WorkerPlan | None, releases: list, fetches: list,
+                        express: bool) -> None:
         self._send_work(session, fragment.message, fragment.frames, worker, program, releases,
-                        fetches, fragment.request)
+                        fetches, fragment.request, express)
+
+    def _lane_of(self, identity: bytes) -> tuple[WorkerHandle | None, str]:
+        """The worker a reply came from, and by which of its lanes."""
+        handle = self.worker_by_identity.get(identity)
+        if handle is not None:
+            return handle, MAIN
+        return self.express_by_identity.get(identity), EXPRESS
 
     def done(self, identity: bytes, message: Done, frames: list) -> None:
-        handle = self.worker_by_identity.get(identity)
+        handle, lane = self._lane_of(identity)
         if handle is None or not isinstance(message.session, int):
             return
         seconds = message.seconds if isinstance(message.seconds, (int, float)) else 0.0
-        session = self.session_numbers.get(message.session)
-        self.scheduler.done(handle.index, session, seconds)
+        self._program_done(handle, lane, self.session_numbers.get(message.session), seconds)
+
+    def _program_done(self, handle: WorkerHandle, lane: str, session: Session | None,
+                      seconds: float) -> None:
+        ran = handle.express_session if lane == EXPRESS else None
+        self.scheduler.done(handle.index, session, seconds, lane)
         self.monitor.charge(handle.index, session, seconds)
+        if ran is not None and ran.number not in self.session_numbers:
+            # It ended while its program ran on the express lane, which may have kept
+            # values after the worker dropped the session's: drop them too.
+            self._send(handle.identity, EndSession(ran.number))
+
+    def express_ready(self, identity: bytes, message: ExpressReady, frames: list) -> None:
+        """A worker's express lane is connected (its key says whose it is)."""
+        handle = self.worker_by_identity.get(message.worker) if isinstance(
+            message.worker, bytes) else None
+        if (handle is None or handle.express == identity or not handle.express_key
+                or not isinstance(message.key, str)
+                or not hmac.compare_digest(message.key.encode(), handle.express_key.encode())):
+            return
+        if handle.express is not None:
+            self.express_by_identity.pop(handle.express, None)
+        handle.express = identity
+        self.express_by_identity[identity] = handle
+        self.scheduler.dispatch()
 
     def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
                    program: WorkerPlan | None, releases: list, fetches: list,
-                   request: int) -> None:
+                   request: int, express: bool = False) -> None:
         handle = self.workers[worker]
+        programs = handle.express_programs if express else handle.programs
         program_id, encoded, externals, forget = -1, None, [], []
         if program is not None:
             program_id = self._program_id(program.program)
-            if program_id in handle.programs:
-                handle.programs.move_to_end(program_id)
+            if program_id in programs:
+                programs.move_to_end(program_id)
             else:
                 encoded = program.program
-                handle.programs[program_id] = None
-                while len(handle.programs) > PROGRAMS_PER_WORKER:
-                    forget.append(handle.programs.popitem(last=False)[0])
+                programs[program_id] = None
+                while len(programs) > PROGRAMS_PER_WORKER:
+                    forget.append(programs.popitem(last=False)[0])
             externals = [message.externals[i] for i in program.input_refs]
         data = frames if program is not None and program.reads_data else []
         if self.monitor.on:
@@ -79,8 +113,8 @@ class WorkerLinks:
                              worker=handle.index, program=program_id,
                              ops=program.ops if program else 0, fetch=len(fetches),
                              releases=len(releases), bytes=sum(map(nbytes, data)),
-                             first=encoded is not None)
-        self._send(handle.identity, RunProgram(
+                             first=encoded is not None, **({'lane': EXPRESS} if express else {}))
+        self._send(handle.express if express else handle.identity, RunProgram(
             session.number, program_id, encoded, message.base, externals,
             message.literals if program else [], releases, fetches, request, forget,
             session.shared_memory_probe if fetches else '',
@@ -95,7 +129,8 @@ class WorkerLinks:
             if not handle.alive:  # back after a stall: it dropped its state, so start clean
                 handle.alive, handle.last_seen = True, time.monotonic()
                 handle.programs.clear()
-                handle.in_flight = 0
+                handle.express_programs.clear()
+                handle.reset_lanes()
                 handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
                 handle.peer_key = str(message.peer_key)
                 self._announce_peers()
@@ -105,7 +140,8 @@ class WorkerLinks:
                               str(message.device), str(message.host), message.pid,
                               time.monotonic(), peer_endpoints=[
                                   str(e) for e in message.peer_endpoints],
-                              peer_key=str(message.peer_key))
+                              peer_key=str(message.peer_key),
+                              express_key=str(message.express_key))
         self.workers.append(handle)
         self.worker_by_identity[identity] = handle
         if self.monitor.on:
@@ -138,14 +174,13 @@ class WorkerLinks:
             self.monitor.note_activity(handle, message.activity)
 
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
-        handle = self.worker_by_identity.get(identity)
+        handle, lane = self._lane_of(identity)
         pending = self.pending.get(message.request) if isinstance(message.request, int) else None
         if handle is None:
             return
         if isinstance(message, Fetched) and isinstance(message.seconds, (int, float)):
             owner = self.sessions.get(pending.identity) if pending else None
-            self.scheduler.done(handle.index, owner, message.seconds)  # it ends a RunProgram
-            self.monitor.charge(handle.index, owner, message.seconds)
+            self._program_done(handle, lane, owner, message.seconds)  # it ends a RunProgram
         if pending is None or handle.index not in pending.workers:
             return
         if self.monitor.on:

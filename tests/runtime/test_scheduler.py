@@ -1,19 +1,21 @@
 """The scheduler's rules on stand-ins for workers and sessions: a window of programs in
 flight per worker, the least-served session first (by measured time over its weight),
 order kept within a session, fragments sent to all their workers at once, no credit
-banked while idle, lost workers never blocking."""
+banked while idle, lost workers never blocking; and which work takes a worker's express
+lane: a light session's single-worker work while another session's program runs."""
 
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
 
-from gt.runtime.scheduler import WINDOW, Fragment, Scheduler
+from gt.runtime.peers import WorkerHandle
+from gt.runtime.scheduler import EXPRESS_SECONDS, WINDOW, Fragment, Scheduler
+
+_numbers = itertools.count()
 
 
-@dataclass
-class FakeWorker:
-    index: int
-    alive: bool = True
-    in_flight: int = 0
+def FakeWorker(index: int) -> WorkerHandle:
+    return WorkerHandle(index, b'w%d' % index, f'w{index}', 'cpu', 'here', 0, 0.0)
 
 
 @dataclass(eq=False)
@@ -22,13 +24,16 @@ class FakeSession:
     weight: float = 1.0
     served: float = 0.0
     queue: deque = field(default_factory=deque)
+    number: int = field(default_factory=lambda: next(_numbers))
+    longest_recent: float | None = None
 
 
 def make(workers: int = 2):
     handles = [FakeWorker(i) for i in range(workers)]
     sent: list = []
     scheduler = Scheduler(handles, lambda session, fragment, worker, *rest:
-                          sent.append((session.name, fragment.request, worker)))
+                          sent.append((session.name, fragment.request, worker)
+                                      + (('express',) if rest[-1] else ())))
     return scheduler, handles, sent
 
 
@@ -105,3 +110,84 @@ def test_lost_workers_and_ended_sessions_never_block():
     scheduler.lost(1)
     scheduler.submit(other, fragment(9, 1))
     assert sent[-1] == ('other', 9, 1)
+
+
+def _with_express_lanes(workers: int = 1):
+    scheduler, handles, sent = make(workers)
+    for handle in handles:
+        handle.express = handle.identity + b'/express'
+    return scheduler, handles, sent
+
+
+def test_a_light_sessions_work_takes_the_express_lane_beside_a_long_program():
+    scheduler, handles, sent = _with_express_lanes()
+    heavy, light = FakeSession('heavy'), FakeSession('light')
+    scheduler.submit(heavy, fragment(0, 0))
+    scheduler.submit(heavy, fragment(1, 0))
+    scheduler.done(0, heavy, 0.5)  # measured: heavy; fragment 1 now runs
+    scheduler.submit(light, fragment(10, 0))
+    assert sent[-1] == ('light', 10, 0)  # not measured yet: the main lane, behind heavy
+    scheduler.done(0, heavy, 0.5)
+    scheduler.done(0, light, EXPRESS_SECONDS / 10)
+    scheduler.submit(heavy, fragment(2, 0))
+    scheduler.submit(light, fragment(11, 0))
+    assert sent[-2:] == [('heavy', 2, 0), ('light', 11, 0, 'express')]
+    # Order within the session: its next fragment waits for the express program, even
+    # with room on the main lane, and may not overtake it there.
+    scheduler.done(0, heavy, 0.5)
+    scheduler.submit(light, fragment(12, 0))
+    assert sent[-1] == ('light', 11, 0, 'express')
+    scheduler.done(0, light, EXPRESS_SECONDS / 10, 'express')
+    assert sent[-1] == ('light', 12, 0) and handles[0].express_session is None
+
+
+def test_only_light_single_worker_work_of_a_session_idle_on_that_worker_goes_express():
+    scheduler, handles, sent = _with_express_lanes(2)
+    running, light, gang, busy = (FakeSession(n) for n in ('running', 'light', 'gang', 'busy'))
+    for session in (light, gang, busy):
+        session.longest_recent = EXPRESS_SECONDS / 10
+    for tag in range(WINDOW):
+        scheduler.submit(running, fragment(tag, 0))
+    scheduler.submit(gang, fragment(20, 0, 1))  # two workers: it may move data
+    assert sent[-1][0] == 'running'
+    scheduler.submit(light, fragment(30, 0))
+    assert sent[-1] == ('light', 30, 0, 'express')
+    scheduler.submit(busy, fragment(40, 0))  # the lane holds one program at a time
+    assert sent[-1] == ('light', 30, 0, 'express')
+    scheduler.done(0, light, 0.001, 'express')
+    assert sent[-1] == ('busy', 40, 0, 'express')
+    scheduler.done(0, busy, 0.001, 'express')
+    hog = FakeSession('hog', longest_recent=1.0)
+    scheduler.submit(hog, fragment(50, 0))  # a heavy session never goes express
+    assert sent[-1] == ('busy', 40, 0, 'express')
+    # A session with work on the main lane waits there, behind it.
+    handles[0].main_sessions[busy.number] = 1
+    scheduler.submit(busy, fragment(41, 0))
+    assert sent[-1] == ('busy', 40, 0, 'express')
+
+
+def test_a_session_whose_recent_programs_were_long_is_light_again_later():
+    scheduler, handles, sent = _with_express_lanes()
+    session = FakeSession('mixed')
+    scheduler.submit(session, fragment(0, 0))
+    scheduler.done(0, session, 10 * EXPRESS_SECONDS)
+    assert session.longest_recent > EXPRESS_SECONDS
+    for tag in range(1, 60):
+        scheduler.submit(session, fragment(tag, 0))
+        scheduler.done(0, session, EXPRESS_SECONDS / 100)
+    assert session.longest_recent <= EXPRESS_SECONDS
+
+
+def test_without_an_express_lane_or_when_its_worker_is_lost_work_waits():
+    scheduler, handles, sent = make(1)
+    heavy, light = FakeSession('heavy'), FakeSession('light', longest_recent=0.0001)
+    for tag in range(WINDOW):
+        scheduler.submit(heavy, fragment(tag, 0))
+    scheduler.submit(light, fragment(10, 0))
+    assert sent[-1][0] == 'heavy'  # no lane connected
+    handles[0].express = b'lane'
+    scheduler.dispatch()
+    assert sent[-1] == ('light', 10, 0, 'express')
+    handles[0].alive = False
+    scheduler.lost(0)
+    assert handles[0].express_session is None and handles[0].in_flight == 0

@@ -1,0 +1,107 @@
+"""The express lane on real processes: a light client's fetches finish while a heavy
+client's long program is still running on the same one-thread worker (checked by which
+finished first, and by the instruction log's `lane=express` sends, not by timings), with
+exact values; and a stranger who claims a worker's express lane without its secret gets
+nothing."""
+
+import time
+
+import numpy as np
+import pytest
+from gt_test_support import connected, finish_script, start_script
+
+import gt
+from gt.runtime.events import parse_line
+from gt.runtime.protocol import ExpressReady, Hello, RunProgram, Welcome
+from gt.runtime.transport import dealer, receive, send
+
+# One program of a dozen 2000x2000 matmuls: seconds on one thread.
+HEAVY = """
+import gt
+gt.connect('{address}')
+x = gt.randn(2000, 2000) / 45
+x.data
+print('ready', flush=True)
+for _ in range(12):
+    x = (x @ x).tanh()
+print(float(x.sum()), flush=True)
+"""
+HEAVY_OPS = 24
+
+
+def _light_work_beside(cluster, log, before_each=lambda: None) -> tuple[list, bool]:
+    """Measure this process's session as light, start the heavy client, and fetch beside
+    its program; return the values and whether the heavy client was still running."""
+    values = []
+    with connected(cluster.address):
+        base = gt.tensor(np.arange(6, dtype=np.float32))
+        for _ in range(3):  # the dispatcher measures the session's programs: light
+            (base * 1).sum().item()
+        heavy = start_script(HEAVY.format(address=cluster.address))
+        assert heavy.stdout.readline().strip() == 'ready'
+        _wait_until_sent(log, HEAVY_OPS)
+        for k in range(2, 7):
+            before_each()
+            values.append((base * k).sum().item())
+        still_running = heavy.poll() is None
+    assert finish_script(heavy).returncode == 0
+    return values, still_running
+
+
+def _sends(log) -> list:
+    events = [e for e in map(parse_line, log.read_text().splitlines()) if e]
+    return [e for e in events if e[1] == 'WORKER_SEND']
+
+
+def _wait_until_sent(log, ops: int) -> None:
+    """Until a program of at least `ops` ops went to the worker (it runs from then)."""
+    deadline = time.monotonic() + 60
+    while not any(int(e[4]['ops']) >= ops for e in _sends(log)):
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.05)
+
+
+def _express_sends(log) -> list:
+    return [e for e in _sends(log) if e[4].get('lane') == 'express']
+
+
+@pytest.mark.time_limit(180)
+def test_a_light_client_is_served_while_a_heavy_program_runs(start_cluster, tmp_path):
+    log = tmp_path / 'ops.log'
+    cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
+    values, heavy_still_running = _light_work_beside(cluster, log)
+    assert values == [15.0 * k for k in range(2, 7)]
+    assert heavy_still_running  # it did not wait for the heavy program
+    assert _express_sends(log)
+    with connected(cluster.address):
+        stats = gt.debug.get_worker_stats()
+    assert stats[0]['express_programs'] >= 1
+
+
+@pytest.mark.time_limit(180)
+def test_a_stranger_claiming_a_workers_express_lane_gets_no_work(start_cluster, tmp_path):
+    log = tmp_path / 'ops.log'
+    cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
+    probe = dealer(cluster.endpoint)
+    stranger = dealer(cluster.endpoint)
+    try:
+        send(probe, Hello('tests:stranger', 1, '', ''))
+        assert probe.poll(10000)
+        welcome, _ = receive(probe)
+        assert isinstance(welcome, Welcome)
+        worker = welcome.workers[0]['name'].encode()  # what every client is told
+
+        def claim() -> None:  # just before each fetch: the real lane claims it every 0.5 s
+            send(stranger, ExpressReady(worker, 'a guess'))
+            time.sleep(0.02)
+        values, heavy_still_running = _light_work_beside(cluster, log, claim)
+        assert values == [15.0 * k for k in range(2, 7)] and heavy_still_running
+        assert _express_sends(log)  # the real lane did the work
+        received = []
+        while stranger.poll(200):
+            received.append(receive(stranger)[0])
+        assert not any(isinstance(message, RunProgram) for message in received), received
+    finally:
+        for socket in (probe, stranger):
+            socket.close(0)
+
