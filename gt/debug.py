@@ -19,10 +19,10 @@ def get_dispatcher_stats() -> dict:
 
 
 def print_worker_stats() -> None:
-    """One line per worker: device, tensors held, ops run, the bytes of moves, and what
-    it compiled (programs, seconds spent, failures, runs that used compiled code); then
-    this session's share: its ops and programs, and per worker its busy seconds and the
-    bytes it holds there."""
+    """One line per worker: device, tensors held, ops run (and how many programs ran on
+    its express lane), the bytes of moves, and what it compiled (programs, seconds
+    spent, failures, runs that used compiled code); then this session's share: its ops
+    and programs, and per worker its busy seconds and the bytes it holds there."""
     stats = connection.current().stats()
     for worker in sorted(stats.workers, key=lambda worker: worker['index']):
         moved = compiled = ''
@@ -38,7 +38,9 @@ def print_worker_stats() -> None:
                         f"{worker['compiled_runs']} runs used them")
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
-              f"{worker['ops']} ops in {worker['programs_run']} programs{moved}{compiled}")
+              f"{worker['ops']} ops in {worker['programs_run']} programs"
+              + (f" ({worker['express_programs']} on its express lane)"
+                 if worker.get('express_programs') else '') + f"{moved}{compiled}")
     session = stats.dispatcher.get('session')
     if session:
         workers = sorted(set(session['worker_seconds']) | set(session['bytes']))

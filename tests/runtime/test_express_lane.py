@@ -66,7 +66,8 @@ def _express_sends(log) -> list:
 
 
 @pytest.mark.time_limit(180)
-def test_a_light_client_is_served_while_a_heavy_program_runs(start_cluster, tmp_path):
+def test_a_light_client_is_served_while_a_heavy_program_runs(start_cluster, tmp_path,
+                                                            capsys):
     log = tmp_path / 'ops.log'
     cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
     values, heavy_still_running = _light_work_beside(cluster, log)
@@ -75,7 +76,9 @@ def test_a_light_client_is_served_while_a_heavy_program_runs(start_cluster, tmp_
     assert _express_sends(log)
     with connected(cluster.address):
         stats = gt.debug.get_worker_stats()
+        gt.debug.print_worker_stats()
     assert stats[0]['express_programs'] >= 1
+    assert f"({stats[0]['express_programs']} on its express lane)" in capsys.readouterr().out
 
 
 @pytest.mark.time_limit(180)
