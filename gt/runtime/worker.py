@@ -1,5 +1,6 @@
 """The worker: holds tensors keyed by (session, value id) and runs the programs the
-dispatcher sends, in order, with one engine on one device."""
+dispatcher sends, in order, with one engine on one device; light sessions' programs
+may run on its express lane beside a long one (gt.runtime.express_lane)."""
 
 import gc
 import os
