@@ -300,25 +300,33 @@ def _remember(key: tuple, types: tuple) -> None:
 def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     """Record `op` on `inputs`; return the result tensor (or a list of them)."""
     input_types = tuple([t._type for t in inputs])
-    try:
-        # Types too: 1, 1.0 and True are equal as keys but not as clamp bounds.
-        key = (op, input_types, tuple(attrs.items()), tuple(map(type, attrs.values())))
+    if attrs:
+        try:
+            # Types too: 1, 1.0 and True are equal as keys but not as clamp bounds.
+            key = (op, input_types, tuple(attrs.items()), tuple(map(type, attrs.values())))
+            types = _inferred.get(key)
+        except TypeError:  # a list among the attrs: not hashable, so not memoized
+            key, types = None, None
+    else:
+        key = (op, input_types, (), ())
         types = _inferred.get(key)
-    except TypeError:  # a list among the attrs: not hashable, so not memoized
-        key, types = None, None
     if types is None:
         types = OPS[op].infer(input_types, **attrs)
         if key is not None:
             _remember(key, types)
     client = inputs[0]._client if inputs else connection.current()
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
-    outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
+    if len(types) == 1:
+        result = Tensor(first, types[0], client)
+        outputs = [result]
+    else:
+        result = outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
     if grad_mode.enabled:
         for tensor in inputs:
             if tensor.requires_grad:
                 autograd.record(op, inputs, outputs, attrs)
                 break
-    return outputs[0] if len(outputs) == 1 else outputs
+    return result
 
 
 def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
@@ -339,8 +347,13 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
 
 def emit(op: str, *operands: Any, **attrs: Any) -> Any:
     """Record `op` on tensors or numbers; what gradient rules and gt.nn build with."""
-    like = next((x for x in operands if isinstance(x, Tensor)), None)
-    return apply(op, [as_tensor(x, like) for x in operands], **attrs)
+    like = None
+    for operand in operands:
+        if isinstance(operand, Tensor):
+            like = operand
+            break
+    return apply(op, [x if type(x) is Tensor else as_tensor(x, like) for x in operands],
+                 **attrs)
 
 
 def creation(op: str, shape: tuple[int, ...], dtype: str, requires_grad: bool = False,
@@ -370,15 +383,32 @@ def as_tensor(value: Any, like: Tensor | None = None, op: str | None = None) -> 
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (bool, int, float)) and like is not None:
-        dimensioned = bool(like._type.shape)
-        dtype = result_type((like._type.dtype, DIMENSIONED if dimensioned else ZERO_DIM),
-                            (scalar_dtype(value), PYTHON_SCALAR))
-        if op == 'div' and dtype not in FLOATING:
-            dtype = DEFAULT_FLOAT  # true division computes in floating point
-        elif dtype in LOW_PRECISION and dimensioned:
-            dtype = 'float32'  # torch keeps the number in float32 for half and bfloat16
+        key = (like._type.dtype, bool(like._type.shape), type(value), op == 'div')
+        dtype = _literal_dtypes.get(key) or _literal_dtypes.setdefault(
+            key, _literal_dtype(value, *key))
         check_literal('scalar', value, dtype)
-        return apply('scalar', [], dtype=dtype, slot=like._client.add_literal(value))
+        # What apply('scalar', ...) would record, without inferring a type per literal
+        # (each has its own slot, so none would be remembered).
+        client = like._client
+        attrs = {'dtype': dtype, 'slot': client.add_literal(value)}
+        return Tensor(client.record('scalar', [], attrs, 1, current_scope()),
+                      _SCALAR_TYPES[dtype], client)
     from gt.creation import tensor
 
     return tensor(value)
+
+
+_literal_dtypes: dict[tuple, str] = {}
+_SCALAR_TYPES = {dtype: TensorType((), dtype) for dtype in TORCH_DTYPES}
+
+
+def _literal_dtype(value: bool | int | float, dtype: str, dimensioned: bool,
+                   kind: type, divides: bool) -> str:
+    """The dtype a number operand of a `dtype` tensor becomes: torch's promotion."""
+    dtype = result_type((dtype, DIMENSIONED if dimensioned else ZERO_DIM),
+                        (scalar_dtype(value), PYTHON_SCALAR))
+    if divides and dtype not in FLOATING:
+        return DEFAULT_FLOAT  # true division computes in floating point
+    if dtype in LOW_PRECISION and dimensioned:
+        return 'float32'  # torch keeps the number in float32 for half and bfloat16
+    return dtype

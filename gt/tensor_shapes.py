@@ -32,6 +32,15 @@ class ShapeMethods:
             raise TypeError('transpose() takes two dims (or none, for a 2-D tensor)')
         return core.apply('transpose', [self], dim0=dim0, dim1=dim1)
 
+    def t(self):
+        """torch's t(): a 2-D tensor's transpose; a 0-D or 1-D one as it is."""
+        if self.ndim > 2:
+            raise RuntimeError(f't() expects a tensor with <= 2 dimensions, but self is '
+                               f'{self.ndim}D')
+        if self.ndim < 2:
+            return core.apply('reshape', [self], shape=list(self._type.shape))
+        return core.apply('transpose', [self], dim0=0, dim1=1)
+
     @property
     def T(self):
         return self.permute(*reversed(range(self.ndim)))

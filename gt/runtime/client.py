@@ -219,7 +219,7 @@ class Client:
     # ---- sending -------------------------------------------------------------------------
     def flush(self, fetch: list[int] = ()) -> int:
         """Send the pending fragment, releases and fetches in one message; return its request."""
-        if os.getpid() != self.pid:
+        if _process_id != self.pid:
             raise RuntimeError(
                 f'this GT connection belongs to process {self.pid}; a forked child cannot use '
                 'it (its socket is shared with the parent). Call gt.connect() in the child, '
@@ -282,7 +282,7 @@ class Client:
         return self._wait(Stats, request=self.next_request)[0]
 
     def close(self) -> None:
-        if self.closed or os.getpid() != self.pid:
+        if self.closed or _process_id != self.pid:
             return  # a forked child must not end its parent's session
         try:
             self.flush()  # work the script recorded but never looked at still runs
@@ -391,13 +391,24 @@ def _tensor_from_wire(header: list, frame) -> torch.Tensor:
 
 # ---- the process's connection ----------------------------------------------------------------
 _client: Client | None = None
+# This process's id, kept current across forks: os.getpid() is a system call, and every
+# recorded literal asks which process it is in.
+_process_id = os.getpid()
+
+
+def _forked() -> None:
+    global _process_id
+    _process_id = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 _auto_workers = int(os.environ.get('GT_WORKERS', '1'))
 
 
 def current() -> Client:
     """The connection, starting a local server on first use if `connect` was not called."""
     global _client
-    if _client is not None and _client.pid != os.getpid():
+    if _client is not None and _client.pid != _process_id:
         # Inherited through fork: this process gets a session of its own on the same server.
         _client = Client(_client.endpoint, wait_for_workers=1, token=_client.token,
                          keys=_client.keys)

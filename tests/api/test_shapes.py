@@ -42,6 +42,19 @@ def test_transpose_T_permute():
     assert_same(vector.T, tvector)  # torch warns on .T of other than 2 dims
 
 
+def test_t_of_up_to_two_dims_as_torch_and_its_gradient():
+    for shape in [(), (4,), (3, 5)]:
+        got, want = pair(array(shape))
+        assert_same(got.t(), want.t())
+    leaf = gt.from_numpy(array((2, 3))).requires_grad_()
+    weights = array((3, 2))
+    (leaf.t() * gt.from_numpy(weights)).sum().backward()
+    assert_same(leaf.grad, torch.from_numpy(weights.T.copy()))
+    with pytest.raises(RuntimeError, match=r't\(\) expects a tensor with <= 2 dimensions, '
+                       'but self is 3D'):
+        gt.zeros(2, 2, 2).t()
+
+
 def test_T_of_three_dims_reverses_them():
     got = gt.randn(2, 3, 4)
     assert got.T.shape == (4, 3, 2)
