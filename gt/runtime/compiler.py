@@ -131,7 +131,12 @@ class Compiler:
             path = aot_package.package_path(wire, specs)
             if not path.exists():
                 self.helper.build(wire, specs, str(path))
-            return aot_package.load(path)
+            loaded = aot_package.load(path)
+            with torch.inference_mode():
+                # A package's first call sets itself up (a millisecond or more, measured):
+                # here, on zeros, rather than in a step of the worker's loop.
+                loaded(*graph_module.example_inputs(specs))
+            return loaded
         compiled = torch.compile(graph_module.build(steps, region), backend=backend,
                                  dynamic=False)
         with torch.inference_mode():  # as the worker runs: the guards must match its calls
