@@ -20,10 +20,11 @@ class Activity:
         self.busy = 0.0
         self.programs = 0
         self.ops: Counter = Counter()  # op name -> seconds
-        self.events: list = []  # [start, end, session, program id, ops, kinds, compiled]
+        # [start, end, session, program id, ops, kinds, compiled, on the express lane]
+        self.events: list = []
 
     def add(self, session: int, program_id: int, op_counts: dict, n_ops: int, start: float,
-            seconds: float, compiled: bool, keep_event: bool) -> None:
+            seconds: float, compiled: bool, keep_event: bool, express: bool = False) -> None:
         """One program's run: `op_counts` its ops by name, `n_ops` their total."""
         self.busy += seconds
         self.programs += 1
@@ -34,7 +35,7 @@ class Activity:
             kinds = ','.join(f'{op}:{count}' for op, count in
                              sorted(op_counts.items(), key=lambda item: -item[1])[:3])
             self.events.append([start, start + seconds, session, program_id, n_ops,
-                                kinds or '-', compiled])
+                                kinds or '-', compiled, express])
 
     def report(self, extra: dict) -> dict:
         return {'busy': self.busy, 'programs': self.programs, 'ops': dict(self.ops),

@@ -66,12 +66,14 @@ class Monitor:
         handle.activity = activity
         if not self.events.on:
             return
-        for start, end, number, program, ops, kinds, compiled in activity.get('events') or []:
+        for start, end, number, program, ops, kinds, compiled, express in (
+                activity.get('events') or []):
+            lane = {'lane': 'express'} if express else {}
             self.emit('WORKER_START', handle.label, 'Program', wall=start, session=number,
-                      worker=handle.index, program=program, ops=ops, kinds=kinds)
+                      worker=handle.index, program=program, ops=ops, kinds=kinds, **lane)
             self.emit('WORKER_END', handle.label, 'Program', wall=end, session=number,
                       worker=handle.index, program=program, ops=ops, kinds=kinds,
-                      seconds=end - start, compiled=compiled)
+                      seconds=end - start, compiled=compiled, **lane)
 
     def close(self) -> None:
         self.events.close()

@@ -240,7 +240,7 @@ class Worker:
         with self.activity_lock:
             self.activity.add(message.session, message.program_id, program.op_counts,
                               len(program.steps), started, seconds, program.ran_compiled,
-                              self.report_programs)
+                              self.report_programs, lane is not self.main)
             self.ops_run += len(program.steps)
             self.programs_run += 1
         diagnostics.debug('worker', lambda: (

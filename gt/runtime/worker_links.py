@@ -188,7 +188,8 @@ class WorkerLinks:
             self.monitor.emit('WORKER_RECV', handle.label, type(message).__name__,
                              worker=handle.index, request=message.request,
                              success=errors == 0, errors=errors,
-                             bytes=sum(map(nbytes, frames)))
+                             bytes=sum(map(nbytes, frames)),
+                             **({'lane': EXPRESS} if lane == EXPRESS else {}))
         pending.workers.discard(handle.index)
         if isinstance(message, Stats):
             pending.stats.extend(dict(s, index=handle.index) for s in message.workers)

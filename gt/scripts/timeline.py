@@ -262,6 +262,7 @@ def _decorate(figure, axes: list, segments: list, trace: Trace, layout: Layout) 
     note = '' if len(layout.sampled) == flows else \
         f'; arrows for {len(layout.sampled)} of {flows} fragments'
     groups = Counter(layout.groups.values())
+    groups['worker'] -= sum(lane.endswith(':express') for lane in layout.groups)  # not workers
     sources = ', '.join(trace.sources[:2]) + (f' and {len(trace.sources) - 2} more'
                                               if len(trace.sources) > 2 else '')
     figure.suptitle(f'GT instruction timeline: {sources} — {_count(len(trace.events), "event")}'

@@ -25,7 +25,7 @@ BOOKKEEPING_OPS = {'scalar'}
 
 @dataclass(frozen=True)
 class Lane:
-    key: str  # 'client:<peer>', 'dispatcher' or 'worker:<index>'
+    key: str  # 'client:<peer>', 'dispatcher', 'worker:<index>' or 'worker:<index>:express'
     label: str
     group: str  # 'client', 'dispatcher' or 'worker'
 
@@ -125,8 +125,10 @@ def load_trace(paths: list[str]) -> Trace:
 
 
 def _worker_rank(lane: Lane) -> tuple:
-    index = lane.key.split(':', 1)[1] if lane.group == 'worker' else ''
-    return (0, int(index), '') if index.isdigit() else (1, 0, index)
+    """Workers by index, each one's express lane right after it."""
+    index, _, express = (lane.key.split(':', 1)[1] if lane.group == 'worker'
+                         else '').partition(':')
+    return (0, int(index), express) if index.isdigit() else (1, 0, index)
 
 
 def link(parsed: list, lanes: dict, flows, events: list, runs: list, fetches: list) -> None:
@@ -198,6 +200,10 @@ def _lane(kind: str, peer: str, fields: dict, lanes: dict, worker_lanes: dict) -
     if lane not in lanes or kind == 'WORKER_JOIN':  # the join names the device
         device = f", {fields['device']}" if 'device' in fields else ''
         lanes[lane] = Lane(lane, f'worker {index} ({peer}{device})', 'worker')
+    if fields.get('lane') == 'express':  # its runs overlap the main lane's: a row of its own
+        lane = f'{lane}:express'
+        if lane not in lanes:
+            lanes[lane] = Lane(lane, f'worker {index} express lane', 'worker')
     return lane
 
 

@@ -74,6 +74,8 @@ def test_a_light_client_is_served_while_a_heavy_program_runs(start_cluster, tmp_
     assert values == [15.0 * k for k in range(2, 7)]
     assert heavy_still_running  # it did not wait for the heavy program
     assert _express_sends(log)
+    events = [e for e in map(parse_line, log.read_text().splitlines()) if e]
+    assert any(e[1] == 'WORKER_END' and e[4].get('lane') == 'express' for e in events)
     with connected(cluster.address):
         stats = gt.debug.get_worker_stats()
         gt.debug.print_worker_stats()

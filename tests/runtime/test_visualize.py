@@ -155,3 +155,37 @@ def test_runs_fetches_and_flows_from_a_hand_written_log(tmp_path):
     sends = [e for e in trace.events if e.kind == 'WORKER_SEND']
     assert [(e.op, e.target) for e in sends] == [('matmul', 0.021), ('relu', 0.031)]
     assert trace.window(0.029, 0.031).runs == [trace.runs[1]]
+
+
+# A light session's program on worker 0's express lane while a heavy one runs there.
+EXPRESS_SAMPLE = """\
+[TAPE 0.001s] WORKER_JOIN  | worker0         | Register  | worker=0 name=w device=cpu host=h
+[TAPE 0.010s] CONNECT      | h:1             | Hello     | session=1 home=w0
+[TAPE 0.011s] CONNECT      | h:2             | Hello     | session=2 home=w0
+[TAPE 0.020s] RECV         | h:1             | Submit    | session=1 base=0 ops=1 kinds=matmul:1 fetch=0 releases=0 bytes=0
+[TAPE 0.020s] WORKER_SEND  | worker0         | RunProgram | session=1 worker=0 program=0 ops=1 fetch=0 releases=0 bytes=0 first=True
+[TAPE 0.030s] RECV         | h:2             | Submit    | session=2 base=0 ops=2 kinds=mul:1,sum:1 fetch=1 releases=0 bytes=0
+[TAPE 0.030s] WORKER_SEND  | worker0         | RunProgram | session=2 worker=0 program=1 ops=2 fetch=1 releases=0 bytes=0 first=True lane=express
+[TAPE 0.031s] WORKER_START | worker0         | Program   | session=2 worker=0 program=1 ops=2 kinds=mul:1,sum:1 lane=express
+[TAPE 0.032s] WORKER_END   | worker0         | Program   | session=2 worker=0 program=1 ops=2 kinds=mul:1,sum:1 seconds=0.0006 compiled=False lane=express
+[TAPE 0.033s] WORKER_RECV  | worker0         | Fetched   | worker=0 request=1 success=True errors=0 bytes=4 lane=express
+[TAPE 0.033s] SEND         | h:2             | Fetched   | session=2 tensors=1 success=True errors=0 bytes=8
+[TAPE 0.021s] WORKER_START | worker0         | Program   | session=1 worker=0 program=0 ops=1 kinds=matmul:1
+[TAPE 0.080s] WORKER_END   | worker0         | Program   | session=1 worker=0 program=0 ops=1 kinds=matmul:1 seconds=0.059 compiled=False
+"""  # noqa: E501  (log lines)
+
+
+def test_express_lane_runs_get_a_row_of_their_own(tmp_path):
+    log = tmp_path / 'express.log'
+    log.write_text(EXPRESS_SAMPLE)
+    trace = load_trace([str(log)])
+    labels = {lane.key: lane.label for lane in trace.lanes}
+    assert labels['worker:0:express'] == 'worker 0 express lane'
+    assert [lane.key for lane in trace.lanes][-2:] == ['worker:0', 'worker:0:express']
+    runs = {run.name: run for run in trace.runs}
+    assert (runs['p0'].lane, runs['p0'].op) == ('worker:0', 'matmul')
+    assert (runs['p1'].lane, runs['p1'].op) == ('worker:0:express', 'mul')
+    assert runs['p0'].start < runs['p1'].start < runs['p1'].end < runs['p0'].end
+    (fetch,) = trace.fetches
+    light = [e.flow for e in trace.events if e.kind == 'RECV' and e.fields['session'] == '2']
+    assert runs['p1'].flow == fetch.flow == light[0] != runs['p0'].flow
