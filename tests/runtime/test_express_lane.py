@@ -1,9 +1,10 @@
 """The express lane on real processes: a light client's fetches finish while a heavy
 client's long program is still running on the same one-thread worker (checked by which
 finished first, and by the instruction log's `lane=express` sends, not by timings), with
-exact values; and a stranger who claims a worker's express lane without its secret gets
-nothing."""
+exact values; a stranger who claims a worker's express lane without its secret gets
+nothing; and a session that ends while its program runs there leaves nothing behind."""
 
+import subprocess
 import time
 
 import numpy as np
@@ -15,18 +16,33 @@ from gt.runtime.events import parse_line
 from gt.runtime.protocol import ExpressReady, Hello, RunProgram, Welcome
 from gt.runtime.transport import dealer, receive, send
 
-# One program of a dozen 2000x2000 matmuls: seconds on one thread.
+# One program of `count` 2000x2000 matmuls: seconds on one thread.
 HEAVY = """
 import gt
 gt.connect('{address}')
 x = gt.randn(2000, 2000) / 45
 x.data
 print('ready', flush=True)
-for _ in range(12):
+for _ in range({count}):
     x = (x @ x).tanh()
 print(float(x.sum()), flush=True)
 """
 HEAVY_OPS = 24
+# Light at first; told to go on, a long program that the client does not wait for: it
+# exits while the program runs on the express lane.
+LEAVING = """
+import sys, gt
+gt.connect('{address}')
+x = gt.ones(4)
+for _ in range(3):
+    x.sum().item()
+print('light', flush=True)
+sys.stdin.readline()
+x = gt.randn(2000, 2000) / 45
+for _ in range({count}):
+    x = (x @ x).tanh()
+gt.sync()
+"""
 
 
 def _light_work_beside(cluster, log, before_each=lambda: None) -> tuple[list, bool]:
@@ -37,7 +53,7 @@ def _light_work_beside(cluster, log, before_each=lambda: None) -> tuple[list, bo
         base = gt.tensor(np.arange(6, dtype=np.float32))
         for _ in range(3):  # the dispatcher measures the session's programs: light
             (base * 1).sum().item()
-        heavy = start_script(HEAVY.format(address=cluster.address))
+        heavy = start_script(HEAVY.format(address=cluster.address, count=12))
         assert heavy.stdout.readline().strip() == 'ready'
         _wait_until_sent(log, HEAVY_OPS)
         for k in range(2, 7):
@@ -110,3 +126,30 @@ def test_a_stranger_claiming_a_workers_express_lane_gets_no_work(start_cluster, 
         for socket in (probe, stranger):
             socket.close(0)
 
+
+
+@pytest.mark.time_limit(180)
+def test_a_session_that_ends_during_its_express_program_leaves_nothing(start_cluster,
+                                                                        tmp_path):
+    """The main lane drops the session when it ends, behind the heavy program, while the
+    express program still runs and then keeps its results: none may stay on the worker.
+    (Were the express run to start only after the drop, the dispatcher's second
+    EndSession after the express reply would drop what it kept.)"""
+    log = tmp_path / 'ops.log'
+    cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
+    leaving = start_script(LEAVING.format(address=cluster.address, count=16),
+                           stdin=subprocess.PIPE)
+    assert leaving.stdout.readline().strip() == 'light'
+    heavy = start_script(HEAVY.format(address=cluster.address, count=4))
+    assert heavy.stdout.readline().strip() == 'ready'
+    _wait_until_sent(log, 8)
+    leaving.stdin.write('go\n')
+    leaving.stdin.flush()
+    assert finish_script(leaving).returncode == 0
+    assert finish_script(heavy).returncode == 0
+    assert any(int(e[4]['ops']) >= 30 for e in _express_sends(log))  # it ran there
+    deadline = time.monotonic() + 60
+    with connected(cluster.address):
+        while (held := gt.debug.get_worker_stats()[0]['tensors']) != 0:
+            assert time.monotonic() < deadline, f'the worker still holds {held} tensor(s)'
+            time.sleep(0.2)
