@@ -97,6 +97,18 @@ class Tensor(MathMethods, ShapeMethods):
             count *= size
         return count
 
+    nelement = numel
+
+    def is_floating_point(self) -> bool:
+        return self._type.dtype in FLOATING
+
+    def type_as(self, other):
+        """This tensor in `other`'s dtype (GT places it: devices are its own)."""
+        if not isinstance(other, (Tensor, torch.Tensor)):
+            raise TypeError(f'type_as(): argument \'other\' (position 1) must be Tensor, '
+                            f'not {type(other).__name__}')
+        return self.to(other.dtype)
+
     def __len__(self) -> int:
         if not self._type.shape:
             raise TypeError('len() of a 0-d tensor')

@@ -30,6 +30,32 @@ class MathMethods:
     def minimum(self, other): return core.apply('minimum', [self, core.as_tensor(other, self)])
     def matmul(self, other): return self @ other
 
+    # ---- torch's method names for the operators --------------------------------------
+    def eq(self, other): return core.binary('eq', self, other)
+    def ne(self, other): return core.binary('ne', self, other)
+    def lt(self, other): return core.binary('lt', self, other)
+    def le(self, other): return core.binary('le', self, other)
+    def gt(self, other): return core.binary('gt', self, other)
+    def ge(self, other): return core.binary('ge', self, other)
+
+    def mm(self, mat2):
+        """`matmul` of two matrices only, as torch's mm."""
+        if not isinstance(mat2, core.Tensor):
+            from gt import fallback
+            return fallback.method(self, 'mm')(mat2)
+        for name, matrix in (('self', self), ('mat2', mat2)):
+            if matrix.ndim != 2:
+                raise RuntimeError(f'{name} must be a matrix')
+        return self @ mat2
+
+    def square(self):
+        """`self * self`: the same bits as torch's square, and its gradient's (2x is
+        exact). A bool tensor squares to int64 in torch: its fallback does that."""
+        if self._type.dtype == 'bool':
+            from gt import fallback
+            return fallback.method(self, 'square')()
+        return core.apply_binary('mul', self, self)
+
     # ---- unary math: rows of their own (gt/ir/ops/unary_math.py) -----------------------------
     def sin(self): return core.apply('sin', [self])
     def cos(self): return core.apply('cos', [self])

@@ -1,4 +1,7 @@
-"""any/all over all or some dims, and where with numbers on both sides, against torch."""
+"""any/all over all or some dims, where with numbers on both sides, the comparison
+methods, square, type_as and the dtype queries, against torch."""
+
+import re
 
 import numpy as np
 import pytest
@@ -29,3 +32,38 @@ def test_any_and_all_match_torch(values, dim, keepdim):
 def test_where_with_two_numbers(a, b):
     condition, tcondition = pair(np.array([True, False, True]))
     assert_same(gt.where(condition, a, b), torch.where(tcondition, a, b))
+
+
+def test_comparison_methods_equal_the_operators_and_torch():
+    got, want = pair(np.array([[0.5, 1.0], [2.0, -3.0]], dtype=np.float32))
+    other, tother = pair(np.array([[0.5, 2.0], [1.0, -3.0]], dtype=np.float32))
+    for name in ('eq', 'ne', 'lt', 'le', 'gt', 'ge'):
+        assert_same(getattr(got, name)(other), getattr(want, name)(tother))
+        assert_same(getattr(got, name)(1), getattr(want, name)(1))
+
+
+def test_square_type_as_and_dtype_queries_as_torch():
+    got, want = pair(np.array([[0.5, -1.5], [2.0, 3.0]], dtype=np.float32))
+    assert_same(got.square(), want.square())
+    flags, tflags = pair(np.array([True, False]))
+    assert_same(flags.square(), tflags.square())  # int64, as torch makes it
+    integers, tintegers = pair(np.array([3, -2], dtype=np.int8))
+    assert_same(integers.square(), tintegers.square())
+    assert_same(got.type_as(integers), want.type_as(tintegers))
+    assert_same(integers.type_as(torch.zeros(1, dtype=torch.float64)),
+                tintegers.type_as(torch.zeros(1, dtype=torch.float64)))
+    assert (got.is_floating_point(), integers.is_floating_point()) == (True, False)
+    assert got.nelement() == want.nelement() == 4
+    with pytest.raises(TypeError) as torch_error:
+        want.type_as(1.0)
+    with pytest.raises(TypeError, match=re.escape(str(torch_error.value))):
+        got.type_as(1.0)
+
+
+def test_squares_gradient_is_torchs_to_the_bit():
+    values = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    leaf = gt.from_numpy(values).requires_grad_()
+    tleaf = torch.from_numpy(values.copy()).requires_grad_()
+    (leaf.square() * 0.3).sum().backward()
+    (tleaf.square() * 0.3).sum().backward()
+    assert torch.equal(leaf.grad.data, tleaf.grad)

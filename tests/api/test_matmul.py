@@ -1,5 +1,5 @@
 """Matrix products through the real runtime: 1-D, 2-D, batched and broadcast batches, as
-`@`, `.matmul` and `gt.matmul`."""
+`@`, `.matmul` and `gt.matmul`; and mm, of matrices only."""
 
 import pytest
 import torch
@@ -46,3 +46,15 @@ def test_matmul_in_expressions():
 def test_matmul_of_a_tensor_made_from_torch_data():
     a, ta = pair(array((4, 2)))
     assert_same(gt.tensor(ta.T.contiguous()) @ a, ta.T @ ta)
+
+
+def test_mm_takes_two_matrices_as_torch_does():
+    (a, ta), (b, tb) = pairs((3, 4), (4, 2))
+    assert_same(a.mm(b), ta.mm(tb))
+    assert_same(gt.mm(a, b), torch.mm(ta, tb))
+    vector, tvector = pair(array((4,)))
+    for left, right, tleft, tright in ((vector, b, tvector, tb), (a, vector, ta, tvector)):
+        with pytest.raises(RuntimeError) as torch_error:
+            tleft.mm(tright)
+        with pytest.raises(RuntimeError, match=str(torch_error.value)):
+            left.mm(right)
