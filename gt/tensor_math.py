@@ -48,6 +48,19 @@ class MathMethods:
                 raise RuntimeError(f'{name} must be a matrix')
         return self @ mat2
 
+    def gather(self, dim: int, index, *, sparse_grad: bool = False):
+        """torch's gather, as GT's row (which reads along `dim` where the index says)."""
+        if sparse_grad or not isinstance(index, core.Tensor):
+            from gt import fallback
+            return fallback.method(self, 'gather')(dim, index, sparse_grad=sparse_grad)
+        return core.apply('gather', [self, index], dim=dim)
+
+    def scatter_add(self, dim: int, index, src):
+        if not (isinstance(index, core.Tensor) and isinstance(src, core.Tensor)):
+            from gt import fallback
+            return fallback.method(self, 'scatter_add')(dim, index, src)
+        return core.apply('scatter_add', [self, index, src], dim=dim)
+
     def square(self):
         """`self * self`: the same bits as torch's square, and its gradient's (2x is
         exact). A bool tensor squares to int64 in torch: its fallback does that."""
