@@ -105,6 +105,9 @@ class MathMethods:
             return result if max is None else result.minimum(max)
         return core.apply('clamp', [self], min=min, max=max)
 
+    def clamp_(self, min: Any = None, max: Any = None):
+        return self._assign(self.clamp(min, max))
+
     clip = clamp
 
     # ---- reductions ------------------------------------------------------------------
@@ -182,6 +185,9 @@ class MathMethods:
         if fill._type.dtype != self._type.dtype:
             fill = fill.to(self.dtype)
         return core.apply('where', [mask, fill, self])
+
+    def masked_fill_(self, mask, value):
+        return self._assign(self.masked_fill(mask, value))
 
     def tril(self, diagonal: int = 0): return self._triangle(diagonal, lower=True)
     def triu(self, diagonal: int = 0): return self._triangle(diagonal, lower=False)

@@ -67,3 +67,23 @@ def test_squares_gradient_is_torchs_to_the_bit():
     (leaf.square() * 0.3).sum().backward()
     (tleaf.square() * 0.3).sum().backward()
     assert torch.equal(leaf.grad.data, tleaf.grad)
+
+
+def test_masked_fill_and_clamp_in_place_as_torch_with_gradients():
+    values = np.array([[0.5, -1.5], [2.0, 3.0]], dtype=np.float32)
+    got, want = pair(values)
+    got.masked_fill_(got < 0, 7.0)
+    want.masked_fill_(want < 0, 7.0)
+    got.clamp_(max=2.5)
+    want.clamp_(max=2.5)
+    assert_same(got, want)
+    leaf = gt.from_numpy(values).requires_grad_()
+    tleaf = torch.from_numpy(values.copy()).requires_grad_()
+    hidden, thidden = leaf * 2, tleaf * 2
+    for h in (hidden, thidden):
+        h.clamp_(-1, 4)
+        h.masked_fill_(h > 3.5, 0.0)
+        h.sum().backward()
+    assert torch.equal(leaf.grad.data, tleaf.grad)
+    with pytest.raises(RuntimeError, match='cannot be updated in place'):
+        leaf.clamp_(0, 1)
