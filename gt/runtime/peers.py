@@ -73,9 +73,11 @@ class Session:
     queue: deque = field(default_factory=deque)
     weight: float = 1.0
     served: float = 0.0
-    # Its longest recent program's seconds, decaying with each reply (None before any):
-    # short enough, and its single-worker work may take a worker's express lane.
+    # Its longest recent program's seconds as of `longest_at`, halving every
+    # LONGEST_HALF_LIFE seconds since (None before any ran): short enough, and its
+    # single-worker work may take a worker's express lane (gt.runtime.scheduler).
     longest_recent: float | None = None
+    longest_at: float = field(default_factory=time.monotonic)
 
     def hold(self, value_id: int, entry: tuple) -> None:
         """Record a value the session now holds (or holds more copies of)."""

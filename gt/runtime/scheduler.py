@@ -36,9 +36,10 @@ WINDOW = int(os.environ.get('GT_WORKER_WINDOW', '4'))
 SHARED_WINDOW = int(os.environ.get('GT_SHARED_WINDOW', '1'))
 RECENT_SECONDS = 0.5  # a session that sent work this recently still shares the worker
 EXPRESS_SECONDS = float(os.environ.get('GT_EXPRESS_SECONDS', '0.002'))
-# Per reply, a session's longest recent program counts this much less: after a long one,
-# about 40 short ones make it light again.
-LONGEST_DECAY = 0.9
+# A session's longest recent program counts half as much after this many seconds: a cold
+# first run (tens of ms) makes it light again within a few seconds, while a session that
+# keeps running long programs stays heavy.
+LONGEST_HALF_LIFE = 0.5
 MAIN, EXPRESS = 'main', 'express'
 
 
@@ -84,7 +85,9 @@ class Scheduler:
                     handle.main_sessions.pop(session.number, None)
         if session is not None:
             session.served += max(0.0, seconds) / session.weight
-            session.longest_recent = max(seconds, LONGEST_DECAY * (session.longest_recent or 0))
+            now = time.monotonic()
+            session.longest_recent = max(seconds, _longest_now(session, now) or 0.0)
+            session.longest_at = now
         self.dispatch()
 
     def forget(self, session) -> None:
@@ -151,8 +154,8 @@ class Scheduler:
         return (EXPRESS_SECONDS > 0 and handle.alive and handle.express is not None
                 and handle.express_session is None
                 and session.number not in handle.main_sessions
-                and session.longest_recent is not None
-                and session.longest_recent <= EXPRESS_SECONDS)
+                and (_longest_now(session, time.monotonic()) or 0.0) <= EXPRESS_SECONDS
+                and session.longest_recent is not None)
 
     def _window(self, worker: int) -> int:
         """WINDOW for a worker one session uses; SHARED_WINDOW while several do, so that
@@ -164,3 +167,10 @@ class Scheduler:
         for session in [s for s, when in users.items() if when < cutoff]:
             del users[session]
         return WINDOW if len(users) <= 1 else SHARED_WINDOW
+
+
+def _longest_now(session, now: float) -> float | None:
+    """The session's longest recent program, decayed to `now`."""
+    if session.longest_recent is None:
+        return None
+    return session.longest_recent * 0.5 ** ((now - session.longest_at) / LONGEST_HALF_LIFE)

@@ -14,6 +14,7 @@ from gt_test_support import connected, finish_script, start_script
 import gt
 from gt.runtime.events import parse_line
 from gt.runtime.protocol import ExpressReady, Hello, RunProgram, Welcome
+from gt.runtime.scheduler import LONGEST_HALF_LIFE
 from gt.runtime.transport import dealer, receive, send
 
 # One program of `count` 2000x2000 matmuls: seconds on one thread.
@@ -28,13 +29,17 @@ for _ in range({count}):
 print(float(x.sum()), flush=True)
 """
 HEAVY_OPS = 24
+# A session is light once its longest recent program, halving every LONGEST_HALF_LIFE, is
+# short: tiny fetches for this long outlast a cold first run of up to ~100 ms.
+LIGHT_AFTER_SECONDS = 6 * LONGEST_HALF_LIFE
 # Light at first; told to go on, a long program that the client does not wait for: it
 # exits while the program runs on the express lane.
 LEAVING = """
-import sys, gt
+import sys, time, gt
 gt.connect('{address}')
 x = gt.ones(4)
-for _ in range(3):
+deadline = time.monotonic() + {light_after}
+while time.monotonic() < deadline:
     x.sum().item()
 print('light', flush=True)
 sys.stdin.readline()
@@ -51,7 +56,8 @@ def _light_work_beside(cluster, log, before_each=lambda: None) -> tuple[list, bo
     values = []
     with connected(cluster.address):
         base = gt.tensor(np.arange(6, dtype=np.float32))
-        for _ in range(3):  # the dispatcher measures the session's programs: light
+        deadline = time.monotonic() + LIGHT_AFTER_SECONDS
+        while time.monotonic() < deadline:  # the dispatcher measures its programs: light
             (base * 1).sum().item()
         heavy = start_script(HEAVY.format(address=cluster.address, count=12))
         assert heavy.stdout.readline().strip() == 'ready'
@@ -137,7 +143,8 @@ def test_a_session_that_ends_during_its_express_program_leaves_nothing(start_clu
     EndSession after the express reply would drop what it kept.)"""
     log = tmp_path / 'ops.log'
     cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
-    leaving = start_script(LEAVING.format(address=cluster.address, count=16),
+    leaving = start_script(LEAVING.format(address=cluster.address, count=16,
+                                          light_after=LIGHT_AFTER_SECONDS),
                            stdin=subprocess.PIPE)
     assert leaving.stdout.readline().strip() == 'light'
     heavy = start_script(HEAVY.format(address=cluster.address, count=4))

@@ -5,11 +5,18 @@ banked while idle, lost workers never blocking; and which work takes a worker's 
 lane: a light session's single-worker work while another session's program runs."""
 
 import itertools
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
 from gt.runtime.peers import WorkerHandle
-from gt.runtime.scheduler import EXPRESS_SECONDS, WINDOW, Fragment, Scheduler
+from gt.runtime.scheduler import (
+    EXPRESS_SECONDS,
+    LONGEST_HALF_LIFE,
+    WINDOW,
+    Fragment,
+    Scheduler,
+)
 
 _numbers = itertools.count()
 
@@ -26,6 +33,7 @@ class FakeSession:
     queue: deque = field(default_factory=deque)
     number: int = field(default_factory=lambda: next(_numbers))
     longest_recent: float | None = None
+    longest_at: float = field(default_factory=time.monotonic)
 
 
 def make(workers: int = 2):
@@ -170,12 +178,15 @@ def test_a_session_whose_recent_programs_were_long_is_light_again_later():
     scheduler, handles, sent = _with_express_lanes()
     session = FakeSession('mixed')
     scheduler.submit(session, fragment(0, 0))
-    scheduler.done(0, session, 10 * EXPRESS_SECONDS)
-    assert session.longest_recent > EXPRESS_SECONDS
-    for tag in range(1, 60):
-        scheduler.submit(session, fragment(tag, 0))
-        scheduler.done(0, session, EXPRESS_SECONDS / 100)
-    assert session.longest_recent <= EXPRESS_SECONDS
+    scheduler.done(0, session, 10 * EXPRESS_SECONDS)  # a cold first run, say
+    scheduler.submit(session, fragment(1, 0))
+    scheduler.done(0, session, EXPRESS_SECONDS / 100)
+    assert session.longest_recent > EXPRESS_SECONDS  # short ones do not undo it at once
+    session.longest_at -= 4 * LONGEST_HALF_LIFE  # as if that was 2 s ago: 1/16 of it now
+    other = FakeSession('other')
+    scheduler.submit(other, fragment(10, 0))  # keeps the main lane busy
+    scheduler.submit(session, fragment(2, 0))
+    assert sent[-1] == ('mixed', 2, 0, 'express')
 
 
 def test_without_an_express_lane_or_when_its_worker_is_lost_work_waits():
