@@ -210,6 +210,7 @@ class Tensor(MathMethods, ShapeMethods):
     def __lt__(self, other): return binary('lt', self, other)
     def __ge__(self, other): return binary('ge', self, other)
     def __le__(self, other): return binary('le', self, other)
+    eq, ne, gt, lt, ge, le = __eq__, __ne__, __gt__, __lt__, __ge__, __le__  # torch's names
 
     # In-place operators rebind this tensor to the new value (the graph is never mutated).
     def __iadd__(self, other): return self._in_place('add', other)

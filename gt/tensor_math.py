@@ -30,19 +30,10 @@ class MathMethods:
     def minimum(self, other): return core.apply('minimum', [self, core.as_tensor(other, self)])
     def matmul(self, other): return self @ other
 
-    # ---- torch's method names for the operators --------------------------------------
-    def eq(self, other): return core.binary('eq', self, other)
-    def ne(self, other): return core.binary('ne', self, other)
-    def lt(self, other): return core.binary('lt', self, other)
-    def le(self, other): return core.binary('le', self, other)
-    def gt(self, other): return core.binary('gt', self, other)
-    def ge(self, other): return core.binary('ge', self, other)
-
     def mm(self, mat2):
         """`matmul` of two matrices only, as torch's mm."""
         if not isinstance(mat2, core.Tensor):
-            from gt import fallback
-            return fallback.method(self, 'mm')(mat2)
+            return _by_name(self, 'mm')(mat2)
         for name, matrix in (('self', self), ('mat2', mat2)):
             if matrix.ndim != 2:
                 raise RuntimeError(f'{name} must be a matrix')
@@ -51,22 +42,19 @@ class MathMethods:
     def gather(self, dim: int, index, *, sparse_grad: bool = False):
         """torch's gather, as GT's row (which reads along `dim` where the index says)."""
         if sparse_grad or not isinstance(index, core.Tensor):
-            from gt import fallback
-            return fallback.method(self, 'gather')(dim, index, sparse_grad=sparse_grad)
+            return _by_name(self, 'gather')(dim, index, sparse_grad=sparse_grad)
         return core.apply('gather', [self, index], dim=dim)
 
     def scatter_add(self, dim: int, index, src):
         if not (isinstance(index, core.Tensor) and isinstance(src, core.Tensor)):
-            from gt import fallback
-            return fallback.method(self, 'scatter_add')(dim, index, src)
+            return _by_name(self, 'scatter_add')(dim, index, src)
         return core.apply('scatter_add', [self, index, src], dim=dim)
 
     def square(self):
         """`self * self`: the same bits as torch's square, and its gradient's (2x is
         exact). A bool tensor squares to int64 in torch: its fallback does that."""
         if self._type.dtype == 'bool':
-            from gt import fallback
-            return fallback.method(self, 'square')()
+            return _by_name(self, 'square')()
         return core.apply_binary('mul', self, self)
 
     # ---- unary math: rows of their own (gt/ir/ops/unary_math.py) -----------------------------
@@ -249,3 +237,11 @@ def _correction(unbiased: bool, correction: Any) -> int:
     if correction is not None:
         return int(correction)
     return 1 if unbiased else 0
+
+
+def _by_name(tensor: Any, name: str) -> Any:
+    """torch's method `name` run by name (gt/fallback.py), for the arguments GT's own
+    form does not take."""
+    from gt import fallback
+
+    return fallback.method(tensor, name)

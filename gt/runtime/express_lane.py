@@ -1,7 +1,7 @@
 """A worker's express lane: a second socket and thread that run light sessions' programs
 while the main loop is inside another session's long one (the dispatcher's scheduler
 chooses what goes here: single-worker programs of sessions whose recent programs were
-all short, one at a time, never beside the same session's work on the main lane).
+short, one at a time, never beside the same session's work on the main lane).
 
 Kernels release the GIL, so a tiny op here runs on the core the long kernel leaves, and
 a light client waits for its own work instead of a whole heavy program (measured in

@@ -27,7 +27,7 @@ class WorkerHandle:
     peer_key: str = ''  # its peer socket's CURVE public key ('' without CURVE)
     activity: dict = field(default_factory=dict)  # its latest heartbeat's report
     in_flight: int = 0  # RunPrograms sent to its main lane that it has not said Done to
-    main_sessions: dict = field(default_factory=dict)  # session number -> of those, its
+    main_sessions: dict = field(default_factory=dict)  # of those, per session number
     # Its express lane (gt.runtime.express_lane): the secret from its Register, the lane's
     # identity once it said ExpressReady, its programs (mirrored apart from the main
     # lane's), and the session whose program runs there.

@@ -23,8 +23,9 @@ gt.runtime.express_lane). A fragment goes there instead of behind the main lane'
 when it involves that worker alone (so it moves nothing), the lane is free, its
 session has nothing on that worker's main lane (order within a session holds: nothing
 of it goes to the main lane either until the express program is done), and its session
-is light: its recent programs all took at most EXPRESS_SECONDS (GT_EXPRESS_SECONDS, 2 ms;
-0 turns the lane off). A light client then waits for its own work, not a heavy one's.
+is light: its longest recent program, halving every LONGEST_HALF_LIFE seconds, is at
+most EXPRESS_SECONDS (GT_EXPRESS_SECONDS, 2 ms; 0 turns the lane off). A light client
+then waits for its own work, not a heavy one's.
 """
 
 import os
@@ -123,8 +124,7 @@ class Scheduler:
                     handle.main_sessions[session.number] = (
                         handle.main_sessions.get(session.number, 0) + 1)
                 self.users.setdefault(worker, {})[id(session)] = now
-                self.send_work(session, fragment, worker, program, releases, fetches,
-                               lane == EXPRESS)
+                self.send_work(session, fragment, worker, program, releases, fetches, lane)
             if fragment.then is not None:
                 fragment.then()
 
@@ -151,11 +151,11 @@ class Scheduler:
 
     def _express_takes(self, session, worker: int) -> bool:
         handle = self.workers[worker]
+        longest = _longest_now(session, time.monotonic())
         return (EXPRESS_SECONDS > 0 and handle.alive and handle.express is not None
                 and handle.express_session is None
                 and session.number not in handle.main_sessions
-                and (_longest_now(session, time.monotonic()) or 0.0) <= EXPRESS_SECONDS
-                and session.longest_recent is not None)
+                and longest is not None and longest <= EXPRESS_SECONDS)
 
     def _window(self, worker: int) -> int:
         """WINDOW for a worker one session uses; SHARED_WINDOW while several do, so that

@@ -49,9 +49,9 @@ class WorkerLinks:
 
     def _send_scheduled(self, session: Session, fragment: Fragment, worker: int,
                         program: WorkerPlan | None, releases: list, fetches: list,
-                        express: bool) -> None:
+                        lane: str) -> None:
         self._send_work(session, fragment.message, fragment.frames, worker, program, releases,
-                        fetches, fragment.request, express)
+                        fetches, fragment.request, lane)
 
     def _lane_of(self, identity: bytes) -> tuple[WorkerHandle | None, str]:
         """The worker a reply came from, and by which of its lanes."""
@@ -93,8 +93,9 @@ class WorkerLinks:
 
     def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
                    program: WorkerPlan | None, releases: list, fetches: list,
-                   request: int, express: bool = False) -> None:
+                   request: int, lane: str = MAIN) -> None:
         handle = self.workers[worker]
+        express = lane == EXPRESS
         programs = handle.express_programs if express else handle.programs
         program_id, encoded, externals, forget = -1, None, [], []
         if program is not None:

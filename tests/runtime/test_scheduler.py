@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from gt.runtime.peers import WorkerHandle
 from gt.runtime.scheduler import (
+    EXPRESS,
     EXPRESS_SECONDS,
     LONGEST_HALF_LIFE,
     WINDOW,
@@ -41,7 +42,7 @@ def make(workers: int = 2):
     sent: list = []
     scheduler = Scheduler(handles, lambda session, fragment, worker, *rest:
                           sent.append((session.name, fragment.request, worker)
-                                      + (('express',) if rest[-1] else ())))
+                                      + ((EXPRESS,) if rest[-1] == EXPRESS else ())))
     return scheduler, handles, sent
 
 
