@@ -1,6 +1,6 @@
 """What GT's debug utilities show: the autograd tape, the IR of the last fragment (on
-each worker too), the workers' statistics with this session's share, and the switches
-that print each component's messages.
+each worker too), backward passes replayed, the workers' statistics with this session's
+share, and the switches that print each component's messages.
 
     python examples/debug_demo.py
     GT_VERBOSE=1 python examples/debug_demo.py          # start-up and connections
@@ -24,6 +24,11 @@ loss.backward()
 print('\nThe last fragment, as the dispatcher planned it:')
 gt.debug.dump_ir()
 print(f'\nloss = {loss.item():.4f}, |grad a| = {a.grad.abs().sum().item():.4f}')
+
+for _ in range(2):  # the same tape again: the second backward replays the first one's ops
+    a.grad = b.grad = None
+    (a + b).relu().sum().backward()
+print('\nbackward() calls:', gt.debug.get_backward_stats())
 
 time.sleep(0.6)  # a worker heartbeat brings this session's busy seconds
 print('\nThe workers, and this session:')

@@ -13,7 +13,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from gt import signal
+from gt import backward_replay, signal
 from gt.ir import OPS
 from gt.ir.dtypes import SHORT_NAMES
 from gt.ir.printer import COMMENT_COLUMN, format_attr
@@ -88,7 +88,7 @@ class TapeNode:
     ids and types of the values it made. Outputs are not referenced, so no cycles form."""
 
     __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'output_types',
-                 'sequence', 'freed', 'backward_signal', 'hooks', '__weakref__')
+                 'sequence', 'freed', 'backward_signal', 'hooks', 'retained', '__weakref__')
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
@@ -103,6 +103,9 @@ class TapeNode:
         # None: they run where their inputs, the forward values, live.
         self.backward_signal = signal.current_backward()
         self.hooks: dict[int, list] = {}  # output index -> its tensor's hooks
+        # output index -> its tensor, weakly, if it called retain_grad(): its .grad is
+        # the output's gradient after the hooks, as in torch
+        self.retained: dict[int, weakref.ref] = {}
         live_nodes[self.sequence] = self
 
     @property
@@ -151,7 +154,11 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False,
     if not root.requires_grad:
         raise RuntimeError('backward(): the tensor does not require grad and has no grad_fn '
                            '(did you forget requires_grad=True, or call it under no_grad?)')
-    _propagate([root], [gradient], retain_graph or create_graph, create_graph, None)
+    if create_graph or root.grad_fn is None or not backward_replay.ENABLED:
+        _propagate([root], [gradient], retain_graph or create_graph, create_graph, None)
+        return
+    backward_replay.backward(root, gradient, _reachable([root.grad_fn]), retain_graph,
+                             lambda: _propagate([root], [gradient], retain_graph, False, None))
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
@@ -242,7 +249,7 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
                         f'an input of {node.op} (recorded as {node.name}) was modified by an '
                         'in-place operation after it was used; its gradient cannot be computed')
         for root in roots:
-            if root.grad_fn is not None and (root._retained or id(root) in (wanted or ())):
+            if root.grad_fn is not None and id(root) in (wanted or ()):
                 key = (id(root.grad_fn), root.grad_fn.output_ids.index(root._id))
                 _collect(root, grads[key], assigned, collected, wanted)
         for node in nodes:
@@ -260,6 +267,12 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
     if node.hooks:
         outputs = [_hooked(node.hooks.get(index), grad) if grad is not None else None
                    for index, grad in enumerate(outputs)]
+    if node.retained and wanted is None:
+        for index, reference in node.retained.items():
+            tensor = reference()
+            if tensor is not None and outputs[index] is not None and tensor.grad_fn is node \
+                    and tensor._id == node.output_ids[index]:  # not rebound in place since
+                _accumulate(tensor, outputs[index], assigned)
     if all(grad is None for grad in outputs):
         return
     if grad_mode.enabled and not OPS[node.op].grad_of_grad:
@@ -282,7 +295,7 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
             continue
         key = (id(tensor.grad_fn), tensor.grad_fn.output_ids.index(tensor._id))
         grads[key] = grad if key not in grads else emit('add', grads[key], grad)
-        if tensor._retained or (wanted is not None and id(tensor) in wanted):
+        if wanted is not None and id(tensor) in wanted:
             _collect(tensor, grad, assigned, collected, wanted)
 
 
@@ -317,6 +330,15 @@ def _hooked(hooks: list | None, grad: Any) -> Any:
         if replaced is not None:
             grad = replaced
     return grad
+
+
+def retain_grad(tensor: Any) -> None:
+    """`tensor.retain_grad()`: a non-leaf's .grad is filled in by backward(), after its
+    hooks (a leaf's always is); an in-place update calls it again for the new value."""
+    tensor._retained = True
+    if tensor.grad_fn is not None:
+        index = tensor.grad_fn.output_ids.index(tensor._id)
+        tensor.grad_fn.retained[index] = weakref.ref(tensor)
 
 
 def register_hook(tensor: Any, hook: Callable) -> 'RemovableHandle':

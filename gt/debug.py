@@ -1,11 +1,11 @@
 """Looking inside: worker statistics, the IR the dispatcher built for this client (as text
-or as a Graphviz picture), and the autograd tape."""
+or as a Graphviz picture), the autograd tape, and how backward passes went."""
 
 import os
 import shutil
 import subprocess
 
-from gt import autograd
+from gt import autograd, backward_replay
 from gt.runtime import client as connection
 
 
@@ -86,3 +86,11 @@ def view_ir(path: str) -> str:
 def print_tape() -> None:
     """Print the autograd tape that is alive now: what backward() would walk, oldest first."""
     print('\n'.join(autograd.tape_lines()))
+
+
+def get_backward_stats() -> dict:
+    """How this process's backward() calls went: `replayed` (a tape seen before, its ops
+    recorded again without running gradient rules), `recorded` (a first sight, whose ops
+    were kept) and `ran_rules` (tapes with hooks, retained grads and the like, run the
+    rules every time); see gt/backward_replay.py."""
+    return dict(backward_replay.counts)

@@ -260,6 +260,8 @@ class Tensor(MathMethods, ShapeMethods):
             self.requires_grad = False  # a non-leaf overwritten with a constant (zero_, fill_)
         self._id, self._type, self.grad_fn = new._id, new._type, new.grad_fn
         new._id = None
+        if self._retained:
+            autograd.retain_grad(self)
         return self
 
     # ---- the rest of torch -----------------------------------------------------------
@@ -291,7 +293,7 @@ class Tensor(MathMethods, ShapeMethods):
         return self
 
     def retain_grad(self) -> None:
-        self._retained = True
+        autograd.retain_grad(self)
 
 
 LOW_PRECISION = frozenset({'float16', 'bfloat16'})

@@ -172,8 +172,9 @@ class Client:
 
     # ---- recording -----------------------------------------------------------------------
     def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
-               scope: str | None = None) -> int:
-        """Append a node; return the client id of its first output."""
+               scope: str | None = None, location: tuple | None = None) -> int:
+        """Append a node; return the client id of its first output. `location` is the
+        user's line (`user_location()`), looked up here unless the caller knows it."""
         pending = self.pending
         base = pending.base
         refs = []
@@ -187,7 +188,7 @@ class Client:
                     pending.externals.append(value_id)
                 refs.append(-1 - index)
         pending.records.append([op, refs, attrs, scope])
-        pending.locations.append(user_location())
+        pending.locations.append(location or user_location())
         first = self.next_id
         self.next_id += n_outputs
         if len(pending.records) >= self.fragment_limit:

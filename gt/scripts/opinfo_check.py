@@ -138,32 +138,38 @@ def _check(op: Any, max_samples: int) -> Outcome:
 
 
 def check_sample(op: Any, route: Callable, sample: Any, grad: bool) -> None:
-    """GT's result on the sample equals torch's, and so do the gradients when `grad`."""
+    """GT's result on the sample equals torch's, and so do the gradients when `grad`.
+    GT runs it twice on fresh tensors: the second backward replays the first one's ops
+    (gt.backward_replay), and both must match torch."""
     arguments = (sample.input, *sample.args), sample.kwargs
-    gt_tensors: dict[int, gt.Tensor] = {}
     torch_leaves: dict[int, torch.Tensor] = {}
-    got_args, got_kwargs = _converted(arguments, lambda t: _memo(gt_tensors, t, _upload))
     want_args, want_kwargs = _converted(arguments, lambda t: _memo(torch_leaves, t, _leaf))
     want = op.op(*want_args, **want_kwargs)
-    got = route(*got_args, **got_kwargs)
-    _compare(got, want, 'the result', values=op.name not in UNINITIALIZED)
-    outputs = [(g, w) for g, w in zip(_tensors(got), _tensors(want))
-               if w.requires_grad and w.dtype.is_floating_point]
+    differentiable = [w for w in _tensors(want) if w.requires_grad and w.dtype.is_floating_point]
     wrt = [key for key, leaf in torch_leaves.items() if leaf.requires_grad]
-    if not (grad and outputs and wrt):
-        return
-    want_grads = torch.autograd.grad(sum(w.sum() for _, w in outputs),
-                                     [torch_leaves[key] for key in wrt], allow_unused=True)
-    loss = outputs[0][0].sum()
-    for g, _ in outputs[1:]:
-        loss = loss + g.sum()
-    loss.backward()
-    for number, (key, want_grad) in enumerate(zip(wrt, want_grads)):
-        got_grad = gt_tensors[key].grad
-        leaf = torch_leaves[key]
-        _compare(got_grad if got_grad is not None else gt.zeros_like(gt_tensors[key]),
-                 want_grad if want_grad is not None else torch.zeros_like(leaf),
-                 f'gradient {number}', values=True)
+    want_grads = None
+    if grad and differentiable and wrt:
+        want_grads = torch.autograd.grad(sum(w.sum() for w in differentiable),
+                                         [torch_leaves[key] for key in wrt], allow_unused=True)
+    for run in ('', ' (second run, replayed backward)'):
+        gt_tensors: dict[int, gt.Tensor] = {}
+        got_args, got_kwargs = _converted(arguments, lambda t: _memo(gt_tensors, t, _upload))
+        got = route(*got_args, **got_kwargs)
+        _compare(got, want, 'the result' + run, values=op.name not in UNINITIALIZED)
+        if want_grads is None:
+            continue
+        outputs = [g for g, w in zip(_tensors(got), _tensors(want))
+                   if w.requires_grad and w.dtype.is_floating_point]
+        loss = outputs[0].sum()
+        for g in outputs[1:]:
+            loss = loss + g.sum()
+        loss.backward()
+        for number, (key, want_grad) in enumerate(zip(wrt, want_grads)):
+            got_grad = gt_tensors[key].grad
+            leaf = torch_leaves[key]
+            _compare(got_grad if got_grad is not None else gt.zeros_like(gt_tensors[key]),
+                     want_grad if want_grad is not None else torch.zeros_like(leaf),
+                     f'gradient {number}{run}', values=True)
 
 
 def _first_line(error: Exception) -> str:

@@ -71,6 +71,8 @@ def check_vs_torch(fn: Callable, *shapes: tuple[int, ...], grad: bool = True,
     `gradient='random'` backpropagates a random gradient of each output's shape (through
     `backward(gradient)` when there is one output); `'sum'` calls `.sum().backward()`.
     Outputs that do not require grad (indices, masks) are compared but not differentiated.
+    GT runs twice on fresh leaves: the second backward replays the first one's ops
+    (gt.backward_replay), so both ways of computing gradients meet torch.
     """
     generator = rng()
     if data is None:
@@ -78,45 +80,51 @@ def check_vs_torch(fn: Callable, *shapes: tuple[int, ...], grad: bool = True,
         if positive:
             data = [np.abs(array) + 0.5 for array in data]
     want_inputs = [torch.tensor(array, dtype=dtype, requires_grad=grad) for array in data]
-    got_inputs = [gt.tensor(array, dtype=dtype, requires_grad=grad) for array in data]
-    want, got = flat(fn(*want_inputs)), flat(fn(*got_inputs))
-    assert len(got) == len(want), f'{len(got)} outputs, torch gives {len(want)}'
-    for index, (g, w) in enumerate(zip(got, want)):
-        assert g.requires_grad == w.requires_grad, \
-            f'output {index}: requires_grad {g.requires_grad}, torch gives {w.requires_grad}'
+    want = flat(fn(*want_inputs))
     differentiated = [index for index, w in enumerate(want) if w.requires_grad]
+    weights = None
     if grad and differentiated:
-        _backward(got, want, differentiated, generator, gradient)
-    values = fetch(got + [x.grad for x in got_inputs if x.grad is not None])
-    for index, w in enumerate(want):
-        assert_close(values[index], w.detach(), f'output {index}')
-    grads = iter(values[len(got):])
-    for index, (g, w) in enumerate(zip(got_inputs, want_inputs)):
-        if w.grad is None:
-            assert g.grad is None, f'input {index} has a grad; torch gives it none'
-            continue
-        assert g.grad is not None, f'input {index} has no grad; torch gives it one'
-        assert_close(next(grads), w.grad, f'grad of input {index}')
+        weights = _weights(want, differentiated, generator, gradient)
+        _backward(want, differentiated, weights, torch.tensor)
+    for run in ('first run', 'second run (replayed backward)'):
+        got_inputs = [gt.tensor(array, dtype=dtype, requires_grad=grad) for array in data]
+        got = flat(fn(*got_inputs))
+        assert len(got) == len(want), f'{len(got)} outputs, torch gives {len(want)}'
+        for index, (g, w) in enumerate(zip(got, want)):
+            assert g.requires_grad == w.requires_grad, \
+                f'output {index}: requires_grad {g.requires_grad}, torch gives {w.requires_grad}'
+        if weights is not None:
+            _backward(got, differentiated, weights, gt.tensor)
+        values = fetch(got + [x.grad for x in got_inputs if x.grad is not None])
+        for index, w in enumerate(want):
+            assert_close(values[index], w.detach(), f'{run}: output {index}')
+        grads = iter(values[len(got):])
+        for index, (g, w) in enumerate(zip(got_inputs, want_inputs)):
+            if w.grad is None:
+                assert g.grad is None, f'{run}: input {index} has a grad; torch gives it none'
+                continue
+            assert g.grad is not None, f'{run}: input {index} has no grad; torch gives it one'
+            assert_close(next(grads), w.grad, f'{run}: grad of input {index}')
 
 
-def _backward(got: list, want: list, indices: list[int], generator: np.random.Generator,
-              gradient: str) -> None:
+def _weights(want: list, indices: list[int], generator: np.random.Generator,
+             gradient: str) -> list:
     if gradient == 'sum':
-        weights = [None] * len(indices)
-    else:
-        weights = [generator.standard_normal(tuple(want[i].shape)) for i in indices]
+        return [None] * len(indices)
+    return [generator.standard_normal(tuple(want[i].shape)) for i in indices]
+
+
+def _backward(outputs: list, indices: list[int], weights: list, make: Callable) -> None:
+    """Backpropagate `weights` (None: a sum) from `outputs`, in torch or in GT (`make`)."""
+    dtypes = [outputs[i].dtype for i in indices]
     if len(indices) == 1 and weights[0] is not None:
-        (i,) = indices
-        want[i].backward(torch.tensor(weights[0], dtype=want[i].dtype))
-        got[i].backward(gt.tensor(weights[0], dtype=want[i].dtype))
+        outputs[indices[0]].backward(make(weights[0], dtype=dtypes[0]))
         return
-    for outputs, make in ((want, torch.tensor), (got, gt.tensor)):
-        total = 0
-        for i, weight in zip(indices, weights):
-            out = outputs[i]
-            total = total + (out.sum() if weight is None else
-                             (out * make(weight, dtype=want[i].dtype)).sum())
-        total.backward()
+    total = 0
+    for i, weight, dtype in zip(indices, weights, dtypes):
+        out = outputs[i]
+        total = total + (out.sum() if weight is None else (out * make(weight, dtype=dtype)).sum())
+    total.backward()
 
 
 def assert_torchs_bits(got: list[torch.Tensor], compute: Callable[[], list[torch.Tensor]]) -> None:

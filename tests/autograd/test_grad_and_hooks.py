@@ -92,3 +92,20 @@ def test_hooks_see_and_may_replace_gradients():
     assert torch.equal(w.grad.data, tx.detach().sum(0))
     with pytest.raises(RuntimeError, match="doesn't require gradient"):
         gt.ones(2).register_hook(print)
+
+
+def test_a_retained_grad_is_taken_after_hooks_and_follows_in_place_updates():
+    """As torch: the .grad of a tensor that called retain_grad() is its gradient after
+    its hooks ran, and an in-place update moves the retention to the new value."""
+    def grads(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        hooked = x * 2
+        hooked.retain_grad()
+        hooked.register_hook(lambda grad: grad * 10)
+        updated = x * 3
+        updated.retain_grad()
+        updated += 1
+        (hooked * hooked + updated * updated).sum().backward()
+        return [hooked.grad, updated.grad, x.grad]
+
+    close(grads(gt), grads(torch))

@@ -1,0 +1,232 @@
+"""Replaying a backward pass GT has seen before, instead of running its gradient rules.
+
+A training loop builds the same tape every step, and `backward()` runs the same gradient
+rules on it every step: that Python is the largest part of what a step costs the client.
+So the first backward of a tape records the ops its rules emitted, keyed by the tape's
+signature (each node's op, attrs and types, how values connect, which inputs require
+grad, which leaves already hold a `.grad`), and a later backward of a tape with that
+signature records the same ops on the new tape's values without running a rule. The
+rules read nothing else (no values: those are on the workers), so the ops are the same.
+
+Tapes with hooks, retained gradients, a freed or modified node, or ops GT cannot name
+again (data attached to a fragment, random ops) run the rules every time, as does
+`create_graph`. `GT_BACKWARD_REPLAY=0` turns replaying off.
+"""
+
+import os
+from collections import OrderedDict
+from typing import Any, Callable, NamedTuple
+
+from gt.ir import OPS
+from gt.runtime.locations import user_location
+from gt.signal import current_scope
+
+ENABLED = os.environ.get('GT_BACKWARD_REPLAY', '1') != '0'
+CACHE_SIZE = 64  # tapes remembered; a loop needs one or two (grads empty, or not)
+
+
+class Recorded(NamedTuple):
+    """What one backward pass emitted. An operand `r >= 0` is the r-th value the pass
+    made; `r < 0` is source `-1 - r` (a tape value, a leaf's old `.grad`, the given
+    gradient). `literal` is the number of a `scalar` op, re-attached on each replay."""
+
+    ops: list[tuple[str, tuple[int, ...], dict, int, str | None, Any]]
+    grads: list[tuple[int, int, Any]]  # (leaf, value made, its type): the new .grads
+
+
+class Tape(NamedTuple):
+    key: tuple  # what decides the ops the rules emit
+    sources: list[int]  # value ids in the order the key numbers them
+    leaves: list  # the leaf tensors, in the order the key met them
+
+
+_recorded: 'OrderedDict[tuple, Recorded]' = OrderedDict()
+counts = {'recorded': 0, 'replayed': 0, 'ran_rules': 0}  # backward passes, for gt.debug
+
+
+def backward(root: Any, gradient: Any, nodes: list, retain_graph: bool,
+             run_rules: Callable[[], Any]) -> None:
+    """`root.backward(gradient)` over `nodes` (the reachable tape, latest first): a
+    replay when this tape was seen, else `run_rules()` while recording what it emits."""
+    tape = _describe(root, gradient, nodes)
+    if tape is None:
+        counts['ran_rules'] += 1
+        run_rules()
+        return
+    recorded = _recorded.get(tape.key)
+    if recorded is None:
+        recorded = _record(tape, root._client, run_rules)
+        counts['recorded' if recorded is not None else 'ran_rules'] += 1
+        if recorded is not None:
+            _recorded[tape.key] = recorded
+            if len(_recorded) > CACHE_SIZE:
+                _recorded.popitem(last=False)
+        return
+    _recorded.move_to_end(tape.key)
+    counts['replayed'] += 1
+    _replay(recorded, tape, root._client)
+    if not retain_graph:
+        for node in nodes:
+            node.freed = True
+            node.inputs = node.input_ids = []
+
+
+def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:
+    """The tape's key and sources, or None when its backward must run the rules."""
+    client = root._client
+    numbers = {root._id: 0}  # value id -> its number, in order of first sight
+    holders = {root._id: root}  # one tensor per value id, or replaying could mix them up
+    leaves: list = []
+    leaf_grads: list[int] = []
+    parts: list = [root._type, current_scope()]
+    if gradient is not None:
+        if type(gradient) is not type(root) or gradient._type != root._type or \
+                gradient._client is not client:
+            return None  # a number, an array or a cast: the rules' path converts it
+        parts.append('given')
+    for node in nodes:
+        if node.freed or node.hooks or node.retained:
+            return None
+        attrs = _frozen(node.attrs)
+        if attrs is None:
+            return None
+        inputs = []
+        for tensor, value_id in zip(node.inputs, node.input_ids):
+            if tensor._id != value_id or tensor._client is not client:
+                return None
+            number = numbers.get(value_id)
+            first_sight = number is None
+            if first_sight:
+                number = numbers[value_id] = len(numbers)
+                holders[value_id] = tensor
+            elif holders[value_id] is not tensor:
+                return None
+            if not tensor.requires_grad:
+                inputs.append((number, tensor._type))
+            elif tensor.grad_fn is not None:
+                inputs.append(number)
+            else:
+                if tensor._hooks:
+                    return None
+                grad = tensor._grad
+                if first_sight:
+                    leaves.append(tensor)
+                    if grad is not None:
+                        leaf_grads.append(grad._id)
+                inputs.append((number, tensor._type, None if grad is None else grad._type))
+        outputs = []
+        for value_id in node.output_ids:
+            number = numbers.get(value_id)
+            if number is None:
+                number = numbers[value_id] = len(numbers)
+            outputs.append(number)
+        parts.append((node.op, attrs, tuple(inputs), tuple(outputs), tuple(node.output_types),
+                      node.backward_signal))
+    sources = list(numbers)
+    sources += leaf_grads
+    if gradient is not None:
+        sources.append(gradient._id)
+    if len(set(sources)) != len(sources):
+        return None  # a .grad that is also a tape value: no single name for it
+    return Tape(tuple(parts), sources, leaves)
+
+
+def _frozen(value: Any) -> Any:
+    """`value` as a hashable key that tells 1, 1.0 and True apart; None if it has none."""
+    if isinstance(value, dict):
+        items = tuple((name, _frozen(item)) for name, item in value.items())
+        return None if any(item is None for _, item in items) else ('dict', items)
+    if isinstance(value, (list, tuple)):
+        items = tuple(_frozen(item) for item in value)
+        return None if any(item is None for item in items) else (type(value), items)
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return (type(value), value)
+
+
+class _Tap:
+    """Stands in for the client's `record`, `add_literal` and `add_data` while the rules
+    run, noting each op in terms of the tape's sources and the values made before it."""
+
+    def __init__(self, client: Any, tape: Tape):
+        self.client = client
+        self.sources = {value_id: index for index, value_id in enumerate(tape.sources)}
+        self.made: dict[int, int] = {}  # value id -> its index among the values made
+        self.ops: list = []
+        self.literals: dict[int, Any] = {}  # slot -> number, for the `scalar` op after it
+        self.replayable = True
+
+    def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
+               scope: str | None = None) -> int:
+        first = type(self.client).record(self.client, op, operands, attrs, n_outputs, scope)
+        refs = []
+        for value_id in operands:
+            made = self.made.get(value_id)
+            if made is None:
+                source = self.sources.get(value_id)
+                if source is None:
+                    self.replayable = False  # a value from elsewhere: not nameable again
+                    source = 0
+                made = -1 - source
+            refs.append(made)
+        literal = None
+        if op == 'scalar':
+            literal = self.literals[attrs['slot']]
+        elif 'slot' in attrs or OPS[op].random:
+            self.replayable = False
+        self.ops.append((op, tuple(refs), attrs, n_outputs, scope, literal))
+        for offset in range(n_outputs):
+            self.made[first + offset] = len(self.made)
+        return first
+
+    def add_literal(self, value: Any) -> int:
+        slot = type(self.client).add_literal(self.client, value)
+        self.literals[slot] = value
+        return slot
+
+    def add_data(self, array: Any, dtype: str) -> int:
+        self.replayable = False
+        return type(self.client).add_data(self.client, array, dtype)
+
+
+def _record(tape: Tape, client: Any, run_rules: Callable[[], Any]) -> Recorded | None:
+    tap = _Tap(client, tape)
+    before = [leaf._grad for leaf in tape.leaves]
+    client.record, client.add_literal, client.add_data = tap.record, tap.add_literal, \
+        tap.add_data
+    try:
+        run_rules()
+    finally:
+        del client.record, client.add_literal, client.add_data
+    grads = []
+    for index, (leaf, old) in enumerate(zip(tape.leaves, before)):
+        if leaf._grad is old:
+            continue
+        made = tap.made.get(leaf._grad._id)
+        if made is None:
+            return None
+        grads.append((index, made, leaf._grad._type))
+    return Recorded(tap.ops, grads) if tap.replayable else None
+
+
+def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
+    from gt.tensor import Tensor  # gt.tensor imports gt.autograd, which imports this
+
+    sources = tape.sources
+    location = user_location()  # every op is the user's backward() call
+    record = client.record
+    start = client.next_id  # values get consecutive ids: the r-th made is start + r
+    for op, refs, attrs, n_outputs, scope, literal in recorded.ops:
+        if literal is not None:
+            attrs = {'dtype': attrs['dtype'], 'slot': client.add_literal(literal)}
+        record(op, [start + r if r >= 0 else sources[-1 - r] for r in refs], attrs,
+               n_outputs, scope, location)
+    kept = set()
+    for leaf, index, value_type in recorded.grads:
+        tape.leaves[leaf]._grad = Tensor(start + index, value_type, client)
+        kept.add(index)
+    for value_id in range(start, client.next_id):
+        if value_id - start not in kept:
+            client.release(value_id)
