@@ -13,6 +13,7 @@ again (data attached to a fragment, random ops) run the rules every time, as doe
 `create_graph`. `GT_BACKWARD_REPLAY=0` turns replaying off.
 """
 
+import copy
 import os
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
@@ -32,6 +33,10 @@ class Recorded(NamedTuple):
 
     ops: list[tuple[str, tuple[int, ...], dict, int, str | None, Any]]
     grads: list[tuple[int, int, Any]]  # (leaf, value made, its type): the new .grads
+    # per op, the values made that nothing later reads: released right after it, so they
+    # die inside their own fragment (as the rules' temporaries do) even when it is sent
+    # in the middle of the pass
+    done: list[tuple[int, ...]]
 
 
 class Tape(NamedTuple):
@@ -139,6 +144,10 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         items = tuple(_frozen(item) for item in value)
         return None if any(item is None for item in items) else (type(value), items)
+    if isinstance(value, float):  # 0.0 == -0.0, and nan is no key: hex tells them apart
+        return (type(value), value.hex())
+    if isinstance(value, complex):
+        return (complex, value.real.hex(), value.imag.hex())
     try:
         hash(value)
     except TypeError:
@@ -176,7 +185,8 @@ class _Tap:
             literal = self.literals[attrs['slot']]
         elif 'slot' in attrs or OPS[op].random:
             self.replayable = False
-        self.ops.append((op, tuple(refs), attrs, n_outputs, scope, literal))
+        # A copy: a rule may pass on a list of the user's, who may change it later.
+        self.ops.append((op, tuple(refs), copy.deepcopy(attrs), n_outputs, scope, literal))
         for offset in range(n_outputs):
             self.made[first + offset] = len(self.made)
         return first
@@ -208,25 +218,45 @@ def _record(tape: Tape, client: Any, run_rules: Callable[[], Any]) -> Recorded |
         if made is None:
             return None
         grads.append((index, made, leaf._grad._type))
-    return Recorded(tap.ops, grads) if tap.replayable else None
+    if not tap.replayable:
+        return None
+    return Recorded(tap.ops, grads, _last_uses(tap.ops, {made for _, made, _ in grads}))
+
+
+def _last_uses(ops: list, kept: set[int]) -> list[tuple[int, ...]]:
+    """For each op, the values made (not `kept`) whose last reader, or maker, it is."""
+    last: dict[int, int] = {}
+    made = 0
+    for position, (_, refs, _, n_outputs, _, _) in enumerate(ops):
+        for ref in refs:
+            if ref >= 0:
+                last[ref] = position
+        for value in range(made, made + n_outputs):
+            last.setdefault(value, position)
+        made += n_outputs
+    done: list[list[int]] = [[] for _ in ops]
+    for value, position in last.items():
+        if value not in kept:
+            done[position].append(value)
+    return [tuple(values) for values in done]
 
 
 def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
     from gt.tensor import Tensor  # gt.tensor imports gt.autograd, which imports this
 
+    # Nothing else records on this client meanwhile (GT's recording is one thread's at a
+    # time), so the values made get consecutive ids.
     sources = tape.sources
     location = user_location()  # every op is the user's backward() call
     record = client.record
-    start = client.next_id  # values get consecutive ids: the r-th made is start + r
-    for op, refs, attrs, n_outputs, scope, literal in recorded.ops:
+    start = client.next_id  # the r-th value made is start + r
+    release = client.release
+    for (op, refs, attrs, n_outputs, scope, literal), done in zip(recorded.ops, recorded.done):
         if literal is not None:
             attrs = {'dtype': attrs['dtype'], 'slot': client.add_literal(literal)}
         record(op, [start + r if r >= 0 else sources[-1 - r] for r in refs], attrs,
                n_outputs, scope, location)
-    kept = set()
+        for value in done:
+            release(start + value)
     for leaf, index, value_type in recorded.grads:
         tape.leaves[leaf]._grad = Tensor(start + index, value_type, client)
-        kept.add(index)
-    for value_id in range(start, client.next_id):
-        if value_id - start not in kept:
-            client.release(value_id)

@@ -222,7 +222,8 @@ def _scaled_sum(input: Any, product: Any, beta: float, alpha: float) -> Any:
 
 
 def _dim_attr(dim: Any) -> Any:
-    return list(dim) if isinstance(dim, tuple) else dim
+    """A copy: the user's list may change after the op is recorded."""
+    return list(dim) if isinstance(dim, (tuple, list)) else dim
 
 
 def _dims(dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> dict:

@@ -10,6 +10,7 @@ from check import fetch, rng
 
 import gt
 from gt import backward_replay
+from gt.runtime import client as client_module
 
 
 def leaves(*shapes, requires_grad=True):
@@ -140,3 +141,56 @@ def test_replay_off_runs_the_rules(monkeypatch):
         tx.tanh().sum().backward()
         assert counts == {'recorded': 0, 'replayed': 0, 'ran_rules': 0}
         assert_grads([x], [tx])
+
+
+def test_the_sign_of_a_zero_attr_tells_tapes_apart():
+    """copysign's gradient flips with the sign of its number, an attr of a run by name:
+    0.0 and -0.0 are equal as Python numbers but not as keys."""
+    (x,), (tx,) = leaves((3,))
+    for sign in (0.0, -0.0, 0.0, -0.0):
+        x.grad = tx.grad = None
+        torch.copysign(x, sign).sum().backward()
+        torch.copysign(tx, sign).sum().backward()
+        assert_grads([x], [tx])
+
+
+def test_a_list_the_user_changes_later_does_not_change_a_recording():
+    (x,), (tx,) = leaves((3, 3))
+    for _ in range(3):
+        x.grad = tx.grad = None
+        dims = [0]
+        (x.std(dim=dims) * gt.arange(3.0)).sum().backward()
+        (tx.std(dim=[0]) * torch.arange(3.0)).sum().backward()
+        assert_grads([x], [tx])
+        dims[0] = 1
+
+
+def test_a_replay_sent_in_pieces_keeps_no_more_values_than_the_rules_do(monkeypatch):
+    """A pass longer than a fragment is sent in pieces; each piece's temporaries must die
+    inside it, as the rules' do, not live on the worker until the pass ends: no piece
+    of a replay keeps more values than the same piece of the rules' pass."""
+    kept_counts = []
+    encode = client_module.encode_structure
+    monkeypatch.setattr(client_module, 'encode_structure',
+                        lambda records, kept: kept_counts.append(len(kept)) or
+                        encode(records, kept))
+    layers = [gt.nn.Linear(16, 16) for _ in range(12)]
+    x = gt.randn(4, 16)
+    by_step = []
+    for _ in range(3):
+        for layer in layers:
+            layer.zero_grad()
+        hidden = x
+        for layer in layers:
+            hidden = layer(hidden).tanh()
+        loss = hidden.pow(2).mean()
+        loss.item()  # after a fetch fragments start small: the pass spans several
+        kept_counts.clear()
+        counts = counted(loss.backward)
+        layers[0].weight.grad.sum().item()
+        by_step.append((kept_counts[:-1], counts['replayed']))
+    (rules, replayed_first), *replays = by_step
+    assert replayed_first == 0 and len(rules) > 1
+    for kept, replayed in replays:  # the rules hold a gradient or two a little longer
+        assert replayed == 1 and len(kept) == len(rules)
+        assert all(mine <= theirs for mine, theirs in zip(kept, rules)), (kept, rules)
