@@ -61,8 +61,7 @@ def main() -> int:
     gt_steps(STEPS)
     messages = client.next_request - before
     print(f'messages: {messages} Submits for {STEPS} steps and a fetch of the last loss, and '
-          f'one round trip (the fetch). optimizer.step() sends each step as one message; the '
-          f'first step after a fetch also sends its first 32 ops early, to start the worker. '
+          f'one round trip (the fetch). optimizer.step() sends each step as one message. '
           f'{(client.next_id - first_value) // STEPS} values recorded per step.')
     stats = gt.debug.get_dispatcher_stats()
     print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")

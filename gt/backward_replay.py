@@ -92,7 +92,7 @@ def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:
     for node in nodes:
         if node.freed or node.hooks or node.retained:
             return None
-        attrs = _frozen(node.attrs)
+        attrs = _attrs_key(node.attrs)
         if attrs is None:
             return None
         inputs = []
@@ -134,6 +134,17 @@ def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:
     if len(set(sources)) != len(sources):
         return None  # a .grad that is also a tape value: no single name for it
     return Tape(tuple(parts), sources, leaves)
+
+
+_PLAIN = frozenset({int, bool, str, type(None)})  # equal only when the same
+
+
+def _attrs_key(attrs: dict) -> Any:
+    """`_frozen(attrs)`, sooner for the usual attrs: plain numbers, flags and names."""
+    types = tuple(map(type, attrs.values()))
+    if _PLAIN.issuperset(types):
+        return tuple(attrs.items()), types
+    return _frozen(attrs)
 
 
 def _frozen(value: Any) -> Any:

@@ -45,10 +45,11 @@ from gt.runtime.protocol import (
 )
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
+# Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
+# the workers are idle then: a step cut in two costs a message and a program more than
+# its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
+# 1.7-2.1 ms with a 32-op head), and its pieces compile as regions of their own.
 FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
-# After a fetch the workers are idle, so the next fragment goes out early to get them
-# started; each later one may be twice as long, up to FRAGMENT_LIMIT.
-FIRST_FRAGMENT_LIMIT = min(32, FRAGMENT_LIMIT)
 SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
 PING_SECONDS = 1.0
 KEEP_ALIVE_SECONDS = 1.0
@@ -108,7 +109,6 @@ class Client:
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
-        self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
         self.next_request = 0
         self.closed = False
@@ -191,9 +191,8 @@ class Client:
         pending.locations.append(location or user_location())
         first = self.next_id
         self.next_id += n_outputs
-        if len(pending.records) >= self.fragment_limit:
+        if len(pending.records) >= FRAGMENT_LIMIT:
             self.flush()
-            self.fragment_limit = min(2 * self.fragment_limit, FRAGMENT_LIMIT)
         return first
 
     def add_data(self, array: np.ndarray, dtype: str) -> int:
@@ -272,7 +271,6 @@ class Client:
         diagnostics.debug('client', lambda: (
             f'fetched {len(value_ids)} value(s) in '
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
-        self.fragment_limit = FIRST_FRAGMENT_LIMIT
         self._raise_errors(reply.errors)
         frames = iter(frames)
         return [_assemble(header, frames) for header in reply.tensors]

@@ -169,6 +169,7 @@ def test_a_replay_sent_in_pieces_keeps_no_more_values_than_the_rules_do(monkeypa
     """A pass longer than a fragment is sent in pieces; each piece's temporaries must die
     inside it, as the rules' do, not live on the worker until the pass ends: no piece
     of a replay keeps more values than the same piece of the rules' pass."""
+    monkeypatch.setattr(client_module, 'FRAGMENT_LIMIT', 40)  # the pass spans several
     kept_counts = []
     encode = client_module.encode_structure
     monkeypatch.setattr(client_module, 'encode_structure',
@@ -184,7 +185,7 @@ def test_a_replay_sent_in_pieces_keeps_no_more_values_than_the_rules_do(monkeypa
         for layer in layers:
             hidden = layer(hidden).tanh()
         loss = hidden.pow(2).mean()
-        loss.item()  # after a fetch fragments start small: the pass spans several
+        loss.item()
         kept_counts.clear()
         counts = counted(loss.backward)
         layers[0].weight.grad.sum().item()

@@ -234,6 +234,8 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
             optimizer.step()
             optimizer.zero_grad()
             losses.append(loss.item())
+            with gt.no_grad():  # a second program, so that two compiles fail
+                model(x).sum().item()
             assert time.monotonic() < deadline, worker_stats()
         for _ in range(2):  # the fallback is stable
             loss = F.cross_entropy(model(x), y)
