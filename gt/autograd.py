@@ -79,8 +79,11 @@ class enable_grad(no_grad):
 
 
 _sequence = itertools.count()
-# Live tape nodes, for gt.debug.print_tape(); weak, so the tape dies with its tensors.
-live_nodes: 'weakref.WeakValueDictionary[int, TapeNode]' = weakref.WeakValueDictionary()
+# The tape nodes recorded, weakly, oldest first, for gt.debug.print_tape(): a plain list
+# of references (a WeakValueDictionary cost a microsecond per taped op), from which the
+# dead are dropped whenever it has doubled, so the tape still dies with its tensors.
+live_nodes: list[weakref.ref] = []
+_prune_at = 1024
 
 
 class TapeNode:
@@ -106,7 +109,9 @@ class TapeNode:
         # output index -> its tensor, weakly, if it called retain_grad(): its .grad is
         # the output's gradient after the hooks, as in torch
         self.retained: dict[int, weakref.ref] = {}
-        live_nodes[self.sequence] = self
+        live_nodes.append(weakref.ref(self))
+        if len(live_nodes) >= _prune_at:
+            _prune_live_nodes()
 
     @property
     def name(self) -> str:
@@ -125,6 +130,12 @@ class TapeNode:
         old.requires_grad, old.grad_fn = tensor.requires_grad, tensor.grad_fn
         self.inputs = [old if t is tensor else t for t in self.inputs]
         return True
+
+
+def _prune_live_nodes() -> None:
+    global _prune_at
+    live_nodes[:] = [reference for reference in live_nodes if reference() is not None]
+    _prune_at = max(1024, 2 * len(live_nodes))
 
 
 def record(op: str, inputs: list, outputs: list, attrs: dict) -> None:
@@ -415,7 +426,7 @@ def tape_lines() -> list[str]:
     Names are given here: `%0, %1, ...` for values the tape made, `%a0, %a1, ...` (typed in
     the header, `*` marking those that require grad) for the tensors it started from.
     """
-    nodes = [node for node in map(live_nodes.get, sorted(live_nodes.keys())) if node]
+    nodes = [node for node in (reference() for reference in live_nodes) if node is not None]
     names: dict[int, str] = {}
     for node in nodes:
         for value_id in node.output_ids:
