@@ -54,7 +54,7 @@ from gt.runtime.protocol import (
     decode,
 )
 from gt.runtime.scheduler import Fragment, Scheduler
-from gt.runtime.transport import send
+from gt.runtime.transport import receive_frames, send
 from gt.runtime.worker_links import WorkerLinks, nbytes
 
 LIVENESS_CHECK_SECONDS = 0.2
@@ -137,7 +137,7 @@ class Dispatcher(WorkerLinks):
                 shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
     def _receive(self) -> tuple:
-        identity, header, *frames = self.socket.recv_multipart(copy=False)
+        identity, header, *frames = receive_frames(self.socket)
         self.last_header = header
         return identity.bytes, header.bytes, frames
 

@@ -1,6 +1,7 @@
 """What the dispatcher remembers about its peers: each worker, each client's session (and
 the bytes it holds), and each request still waiting for workers to answer."""
 
+import functools
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -162,5 +163,8 @@ def bytes_per_worker(shape: tuple, dtype: str, placement: Placement) -> dict[int
             for worker in placement.workers}
 
 
+@functools.lru_cache(maxsize=4096)
 def value_bytes(shape: tuple, dtype: str, placement: Placement) -> int:
+    """Cached: every step holds and releases values of the same few layouts, a few dozen
+    times (0.45 against 0.15 us a call)."""
     return sum(bytes_per_worker(shape, dtype, placement).values())

@@ -59,8 +59,19 @@ def send(socket: zmq.Socket, message: Any, frames: list = (), to: bytes | None =
 
 def receive(socket: zmq.Socket) -> tuple[Any, list]:
     """A DEALER's next message: `(record, frames)`."""
-    header, *frames = socket.recv_multipart(copy=False)
+    header, *frames = receive_frames(socket)
     return decode(header.bytes), frames
+
+
+def receive_frames(socket: zmq.Socket) -> list[zmq.Frame]:
+    """`socket.recv_multipart(copy=False)`, in half the time: each frame says whether
+    more follow, where recv_multipart asks the socket (an option lookup through enums)."""
+    frame = socket.recv(copy=False)
+    frames = [frame]
+    while frame.more:
+        frame = socket.recv(copy=False)
+        frames.append(frame)
+    return frames
 
 
 def exit_with_parent(parent_pid: int) -> None:
