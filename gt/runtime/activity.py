@@ -19,18 +19,24 @@ class Activity:
     def __init__(self) -> None:
         self.busy = 0.0
         self.programs = 0
-        self.ops: Counter = Counter()  # op name -> seconds
+        # id(op_counts) -> [op_counts, n_ops, seconds]: spread over ops once per beat, in
+        # `report`, not once per run (a training step's program has a score of op kinds)
+        self.by_program: dict[int, list] = {}
         # [start, end, session, program id, ops, kinds, compiled, on the express lane]
         self.events: list = []
 
     def add(self, session: int, program_id: int, op_counts: dict, n_ops: int, start: float,
             seconds: float, compiled: bool, keep_event: bool, express: bool = False) -> None:
-        """One program's run: `op_counts` its ops by name, `n_ops` their total."""
+        """One program's run: `op_counts` its ops by name (the program's own dict, the
+        same object every run), `n_ops` their total."""
         self.busy += seconds
         self.programs += 1
         if n_ops:
-            for op, count in op_counts.items():
-                self.ops[op] += seconds * count / n_ops
+            entry = self.by_program.get(id(op_counts))
+            if entry is None:
+                self.by_program[id(op_counts)] = [op_counts, n_ops, seconds]
+            else:
+                entry[2] += seconds
         if keep_event and len(self.events) < PROGRAM_EVENTS_KEPT:
             kinds = ','.join(f'{op}:{count}' for op, count in
                              sorted(op_counts.items(), key=lambda item: -item[1])[:3])
@@ -38,7 +44,11 @@ class Activity:
                                 kinds or '-', compiled, express])
 
     def report(self, extra: dict) -> dict:
-        return {'busy': self.busy, 'programs': self.programs, 'ops': dict(self.ops),
+        ops: Counter = Counter()  # op name -> seconds
+        for op_counts, n_ops, seconds in self.by_program.values():
+            for op, count in op_counts.items():
+                ops[op] += seconds * count / n_ops
+        return {'busy': self.busy, 'programs': self.programs, 'ops': dict(ops),
                 'events': self.events, 'time': time.time(),
                 **extra}
 
