@@ -25,7 +25,8 @@ print('\nThe last fragment, as the dispatcher planned it:')
 gt.debug.dump_ir()
 print(f'\nloss = {loss.item():.4f}, |grad a| = {a.grad.abs().sum().item():.4f}')
 
-for _ in range(2):  # the same tape again: the second backward replays the first one's ops
+# The same tape again: the second backward records its ops, the third replays them.
+for _ in range(2):
     a.grad = b.grad = None
     (a + b).relu().sum().backward()
 print('\nbackward() calls:', gt.debug.get_backward_stats())

@@ -7,6 +7,9 @@ signature (each node's op, attrs and types, how values connect, which inputs req
 grad, which leaves already hold a `.grad`), and a later backward of a tape with that
 signature records the same ops on the new tape's values without running a rule. The
 rules read nothing else (no values: those are on the workers), so the ops are the same.
+A signature is recorded the second time it is seen, not the first: recording costs
+about as much again as the rules, which a loop whose every step has new shapes (batches
+of varying length) would pay on every backward for nothing.
 
 Tapes with hooks, retained gradients, a freed or modified node, or ops GT cannot name
 again (data attached to a fragment, random ops) run the rules every time, as does
@@ -23,7 +26,8 @@ from gt.runtime.locations import user_location
 from gt.signal import current_scope
 
 ENABLED = os.environ.get('GT_BACKWARD_REPLAY', '1') != '0'
-CACHE_SIZE = 64  # tapes remembered; a loop needs one or two (grads empty, or not)
+CACHE_SIZE = 32  # tapes recorded; a loop needs one or two (grads empty, or not)
+SEEN_SIZE = 1024  # signatures seen once, by hash: the next sight records
 
 
 class Recorded(NamedTuple):
@@ -46,6 +50,7 @@ class Tape(NamedTuple):
 
 
 _recorded: 'OrderedDict[tuple, Recorded]' = OrderedDict()
+_seen: 'OrderedDict[int, None]' = OrderedDict()
 counts = {'recorded': 0, 'replayed': 0, 'ran_rules': 0}  # backward passes, for gt.debug
 
 
@@ -59,6 +64,10 @@ def backward(root: Any, gradient: Any, nodes: list, retain_graph: bool,
         run_rules()
         return
     recorded = _recorded.get(tape.key)
+    if recorded is None and _first_sight(hash(tape.key)):
+        counts['ran_rules'] += 1
+        run_rules()
+        return
     if recorded is None:
         recorded = _record(tape, root._client, run_rules)
         counts['recorded' if recorded is not None else 'ran_rules'] += 1
@@ -74,6 +83,17 @@ def backward(root: Any, gradient: Any, nodes: list, retain_graph: bool,
         for node in nodes:
             node.freed = True
             node.inputs = node.input_ids = []
+
+
+def _first_sight(digest: int) -> bool:
+    """Whether no signature of this hash was seen lately; remember it either way."""
+    if digest in _seen:
+        _seen.move_to_end(digest)
+        return False
+    _seen[digest] = None
+    if len(_seen) > SEEN_SIZE:
+        _seen.popitem(last=False)
+    return True
 
 
 def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:

@@ -90,7 +90,7 @@ def print_tape() -> None:
 
 def get_backward_stats() -> dict:
     """How this process's backward() calls went: `replayed` (a tape seen before, its ops
-    recorded again without running gradient rules), `recorded` (a first sight, whose ops
-    were kept) and `ran_rules` (tapes with hooks, retained grads and the like, run the
-    rules every time); see gt/backward_replay.py."""
+    recorded again without running gradient rules), `recorded` (a second sight, whose ops
+    were kept) and `ran_rules` (a first sight, or a tape with hooks, retained grads and
+    the like, which runs the rules every time); see gt/backward_replay.py."""
     return dict(backward_replay.counts)

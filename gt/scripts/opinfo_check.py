@@ -139,8 +139,8 @@ def _check(op: Any, max_samples: int) -> Outcome:
 
 def check_sample(op: Any, route: Callable, sample: Any, grad: bool) -> None:
     """GT's result on the sample equals torch's, and so do the gradients when `grad`.
-    GT runs it twice on fresh tensors: the second backward replays the first one's ops
-    (gt.backward_replay), and both must match torch."""
+    GT runs it three times on fresh tensors: the second backward records its ops and the
+    third replays them (gt.backward_replay); all must match torch."""
     arguments = (sample.input, *sample.args), sample.kwargs
     torch_leaves: dict[int, torch.Tensor] = {}
     want_args, want_kwargs = _converted(arguments, lambda t: _memo(torch_leaves, t, _leaf))
@@ -151,7 +151,7 @@ def check_sample(op: Any, route: Callable, sample: Any, grad: bool) -> None:
     if grad and differentiable and wrt:
         want_grads = torch.autograd.grad(sum(w.sum() for w in differentiable),
                                          [torch_leaves[key] for key in wrt], allow_unused=True)
-    for run in ('', ' (second run, replayed backward)'):
+    for run in ('', ' (second run, recorded backward)', ' (third run, replayed backward)'):
         gt_tensors: dict[int, gt.Tensor] = {}
         got_args, got_kwargs = _converted(arguments, lambda t: _memo(gt_tensors, t, _upload))
         got = route(*got_args, **got_kwargs)

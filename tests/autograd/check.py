@@ -71,8 +71,9 @@ def check_vs_torch(fn: Callable, *shapes: tuple[int, ...], grad: bool = True,
     `gradient='random'` backpropagates a random gradient of each output's shape (through
     `backward(gradient)` when there is one output); `'sum'` calls `.sum().backward()`.
     Outputs that do not require grad (indices, masks) are compared but not differentiated.
-    GT runs twice on fresh leaves: the second backward replays the first one's ops
-    (gt.backward_replay), so both ways of computing gradients meet torch.
+    GT runs three times on fresh leaves: the second backward records the ops its rules
+    emit and the third replays them (gt.backward_replay), so every way of computing
+    gradients meets torch.
     """
     generator = rng()
     if data is None:
@@ -86,7 +87,8 @@ def check_vs_torch(fn: Callable, *shapes: tuple[int, ...], grad: bool = True,
     if grad and differentiated:
         weights = _weights(want, differentiated, generator, gradient)
         _backward(want, differentiated, weights, torch.tensor)
-    for run in ('first run', 'second run (replayed backward)'):
+    for run in ('first run', 'second run (recorded backward)',
+                'third run (replayed backward)'):
         got_inputs = [gt.tensor(array, dtype=dtype, requires_grad=grad) for array in data]
         got = flat(fn(*got_inputs))
         assert len(got) == len(want), f'{len(got)} outputs, torch gives {len(want)}'
