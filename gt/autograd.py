@@ -168,8 +168,10 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False,
     if create_graph or root.grad_fn is None or not backward_replay.ENABLED:
         _propagate([root], [gradient], retain_graph or create_graph, create_graph, None)
         return
-    backward_replay.backward(root, gradient, _reachable([root.grad_fn]), retain_graph,
-                             lambda: _propagate([root], [gradient], retain_graph, False, None))
+    nodes = _reachable([root.grad_fn])
+    if backward_replay.backward(root, gradient, nodes, lambda: _propagate(
+            [root], [gradient], retain_graph, False, None)) and not retain_graph:
+        _free(nodes)
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
@@ -266,10 +268,15 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
         for node in nodes:
             _step(node, grads, assigned, emit, collected, wanted)
         if not retain_graph:
-            for node in nodes:
-                node.freed = True
-                node.inputs = node.input_ids = []
+            _free(nodes)
     return collected
+
+
+def _free(nodes: list[TapeNode]) -> None:
+    """A walked tape lets go of the values it kept (a second walk raises)."""
+    for node in nodes:
+        node.freed = True
+        node.inputs = node.input_ids = []
 
 
 def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected: dict,

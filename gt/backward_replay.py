@@ -54,20 +54,17 @@ _seen: 'OrderedDict[int, None]' = OrderedDict()
 counts = {'recorded': 0, 'replayed': 0, 'ran_rules': 0}  # backward passes, for gt.debug
 
 
-def backward(root: Any, gradient: Any, nodes: list, retain_graph: bool,
-             run_rules: Callable[[], Any]) -> None:
+def backward(root: Any, gradient: Any, nodes: list, run_rules: Callable[[], Any]) -> bool:
     """`root.backward(gradient)` over `nodes` (the reachable tape, latest first): a
-    replay when this tape was seen, else `run_rules()` while recording what it emits."""
+    replay when this tape was recorded, else `run_rules()` (recording what they emit on
+    the second sight). True when it replayed: the rules did not run, so freeing the tape
+    is the caller's."""
     tape = _describe(root, gradient, nodes)
-    if tape is None:
+    recorded = None if tape is None else _recorded.get(tape.key)
+    if tape is None or (recorded is None and _first_sight(hash(tape.key))):
         counts['ran_rules'] += 1
         run_rules()
-        return
-    recorded = _recorded.get(tape.key)
-    if recorded is None and _first_sight(hash(tape.key)):
-        counts['ran_rules'] += 1
-        run_rules()
-        return
+        return False
     if recorded is None:
         recorded = _record(tape, root._client, run_rules)
         counts['recorded' if recorded is not None else 'ran_rules'] += 1
@@ -75,14 +72,11 @@ def backward(root: Any, gradient: Any, nodes: list, retain_graph: bool,
             _recorded[tape.key] = recorded
             if len(_recorded) > CACHE_SIZE:
                 _recorded.popitem(last=False)
-        return
+        return False
     _recorded.move_to_end(tape.key)
     counts['replayed'] += 1
     _replay(recorded, tape, root._client)
-    if not retain_graph:
-        for node in nodes:
-            node.freed = True
-            node.inputs = node.input_ids = []
+    return True
 
 
 def _first_sight(digest: int) -> bool:
