@@ -231,6 +231,7 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
 
     assigned: set[int] = set()  # tensors that are some leaf's .grad already
     grads: dict[tuple[int, int], Any] = {}
+    arrived: dict[int, list] = {}  # id(leaf) -> [leaf, its gradient summed so far]
     collected: dict[int, Any] = {}
     wanted = None if targets is None else {id(t) for t in targets}
     mode = enable_grad() if create_graph else no_grad()
@@ -244,7 +245,7 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
                 # of one would change the other.
                 assigned.add(id(gradient))
             if root.grad_fn is None:
-                _arrive(root, gradient, assigned, collected, wanted)
+                _arrive(root, gradient, arrived)
                 continue
             key = (id(root.grad_fn), root.grad_fn.output_ids.index(root._id))
             grads[key] = gradient if key not in grads else emit('add', grads[key], gradient)
@@ -266,7 +267,9 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
                 key = (id(root.grad_fn), root.grad_fn.output_ids.index(root._id))
                 _collect(root, grads[key], assigned, collected, wanted)
         for node in nodes:
-            _step(node, grads, assigned, emit, collected, wanted)
+            _step(node, grads, assigned, emit, collected, wanted, arrived)
+        for leaf, gradient in arrived.values():
+            _deliver(leaf, gradient, assigned, collected, wanted)
         if not retain_graph:
             _free(nodes)
     return collected
@@ -280,7 +283,7 @@ def _free(nodes: list[TapeNode]) -> None:
 
 
 def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected: dict,
-          wanted: set | None) -> None:
+          wanted: set | None, arrived: dict) -> None:
     outputs = [grads.pop((id(node), index), None) for index in range(len(node.output_ids))]
     if node.hooks:
         outputs = [_hooked(node.hooks.get(index), grad) if grad is not None else None
@@ -309,7 +312,7 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
         if grad._type.dtype != tensor._type.dtype:
             grad = emit('cast', grad, dtype=tensor._type.dtype)
         if tensor.grad_fn is None:
-            _arrive(tensor, grad, assigned, collected, wanted)
+            _arrive(tensor, grad, arrived)
             continue
         key = (id(tensor.grad_fn), tensor.grad_fn.output_ids.index(tensor._id))
         grads[key] = grad if key not in grads else emit('add', grads[key], grad)
@@ -317,8 +320,20 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
             _collect(tensor, grad, assigned, collected, wanted)
 
 
-def _arrive(leaf: Any, grad: Any, assigned: set, collected: dict, wanted: set | None) -> None:
-    """A leaf's gradient: through its hooks, then into `.grad` (or the results of grad())."""
+def _arrive(leaf: Any, grad: Any, arrived: dict) -> None:
+    """One part of a leaf's gradient (one per use of the leaf), summed before delivery."""
+    from gt.tensor import emit
+
+    entry = arrived.get(id(leaf))
+    if entry is None:
+        arrived[id(leaf)] = [leaf, grad]
+    else:
+        entry[1] = emit('add', entry[1], grad)
+
+
+def _deliver(leaf: Any, grad: Any, assigned: set, collected: dict, wanted: set | None) -> None:
+    """A leaf's whole gradient: through its hooks once, as torch's AccumulateGrad, then
+    into `.grad` (or the results of grad())."""
     grad = _hooked(leaf._hooks, grad)
     if wanted is None:
         _accumulate(leaf, grad, assigned)

@@ -49,6 +49,7 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
                         'gt.manual_seed); generator= is not supported')
     kwargs.pop('generator', None)
     requires_grad = bool(kwargs.pop('requires_grad', False))
+    args, writes_input = _without_inplace(name, args, kwargs)
     inputs: list[Tensor] = []
     positions: dict[int, int] = {}
 
@@ -90,7 +91,7 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
     else:
         outputs = apply('torch_call', inputs, **attrs)
     outputs = outputs if isinstance(outputs, list) else [outputs]
-    if torch_functions.in_place(name):
+    if torch_functions.in_place(name) or writes_input:
         target = inputs[wire_args[0][1]]
         target._rebind(outputs[0])
         return None if name.endswith('__setitem__') else target
@@ -98,6 +99,21 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
         for output in outputs:
             output.requires_grad_()
     return rebuild(found.skeleton, iter(outputs))
+
+
+def _without_inplace(name: str, args: tuple, kwargs: dict) -> tuple[tuple, bool]:
+    """`F.leaky_relu(x, inplace=True)` writes its result into `x`: GT records the pure
+    call and rebinds `x` to its result, as for `x.add_(y)`. Updates `kwargs`; returns
+    the positional arguments and whether the input is written."""
+    position = torch_functions.inplace_position(name)
+    if position is None or not args or not isinstance(args[0], Tensor):
+        return args, False
+    if kwargs.get('inplace'):
+        kwargs['inplace'] = False
+        return args, True
+    if len(args) > position and args[position]:
+        return (*args[:position], False, *args[position + 1:]), True
+    return args, False
 
 
 def _run_here(name: str, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:

@@ -8,6 +8,7 @@ modules). The client checks a name when it records a call; the dispatcher checks
 again when it decodes one, and a worker only ever runs a name that passed.
 """
 
+import inspect
 import types
 from typing import Any, Callable
 
@@ -107,6 +108,57 @@ def in_place(name: str) -> bool:
     argument. GT runs it on a copy and rebinds the tensor to the copy."""
     attribute = name.rpartition('.')[2]
     return attribute == '__setitem__' or (attribute.endswith('_') and not attribute.endswith('__'))
+
+
+# Functions that write into tensors they were given as a side effect, when a flag says so:
+# torch's running statistics. On a worker that would change a value GT treats as
+# immutable (which other tensors may share), so GT refuses them with those tensors given;
+# gt.nn.functional.batch_norm is GT's own form. name: (running tensors as (name,
+# position)), then the flag's name, position and default.
+RUNNING_STATISTICS = {
+    'torch.nn.functional.instance_norm': ((('running_mean', 1), ('running_var', 2)),
+                                          ('use_input_stats', 5, True)),
+    'torch.batch_norm': ((('running_mean', 3), ('running_var', 4)), ('training', 5, False)),
+    'torch.instance_norm': ((('running_mean', 3), ('running_var', 4)),
+                            ('use_input_stats', 5, False)),
+    'torch.native_batch_norm': ((('running_mean', 3), ('running_var', 4)),
+                                ('training', 5, False)),
+}
+_inplace_positions: dict[str, int | None] = {}
+
+
+def inplace_position(name: str) -> int | None:
+    """Where `name` takes `inplace=` positionally (`F.relu(x, True)`), or None if it
+    has no such parameter: with it set, the call writes its result into its input."""
+    if name not in _inplace_positions:
+        try:
+            parameters = list(inspect.signature(resolve(name)).parameters)
+        except (TypeError, ValueError):  # a builtin without a signature
+            parameters = []
+        _inplace_positions[name] = parameters.index('inplace') if 'inplace' in parameters \
+            else None
+    return _inplace_positions[name]
+
+
+def _argument(args: list, kwargs: dict, name: str, position: int, default: Any) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if position < len(args) else default
+
+
+def side_effects(name: str, args: list, kwargs: dict, is_tensor: Callable) -> list[str]:
+    """The arguments the call would write into besides an in-place method's target:
+    `input` under `inplace=True`, running statistics under their flag."""
+    written = []
+    position = inplace_position(name)
+    if position is not None and _argument(args, kwargs, 'inplace', position, False):
+        written.append('input')
+    if name in RUNNING_STATISTICS:
+        tensors, flag = RUNNING_STATISTICS[name]
+        if _argument(args, kwargs, *flag):
+            written += [tensor for tensor, at in tensors
+                        if is_tensor(_argument(args, kwargs, tensor, at, None))]
+    return written
 
 
 def name_of(function: Any) -> str | None:

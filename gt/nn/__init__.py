@@ -7,6 +7,7 @@ The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them
 """
 
 from gt.nn import functional, optim, utils
+from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from gt.nn.containers import ModuleList, Sequential
 from gt.nn.functional import relu, sigmoid, tanh
 from gt.nn.layers import (
@@ -43,6 +44,7 @@ from gt.nn.parameter import Parameter
 
 __all__ = [
     'Module', 'Parameter', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
+    'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d',
     'Dropout', 'ReLU', 'Sigmoid', 'Tanh', 'GELU', 'Softmax', 'LogSoftmax', 'Flatten',
     'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',
     'CrossEntropyLoss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',

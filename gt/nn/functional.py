@@ -1,6 +1,6 @@
 """torch.nn.functional for GT tensors (`import gt.nn.functional as F`): activations,
-`linear`, `dropout`, `layer_norm`, `embedding` and the losses, all built from op-table
-ops (`layer_norm` is one, torch's kernel), so their gradients come from the ops' rules
+`linear`, `dropout`, `layer_norm`, `batch_norm`, `embedding` and the losses, all built
+from op-table ops (`layer_norm` is one, torch's kernel), so their gradients come from the ops' rules
 and they run where their inputs live.
 Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs by name
 (gt/fallback.py).
@@ -14,6 +14,7 @@ import torch
 from gt.creation import arange, full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
+from gt.nn.batch_norm import batch_norm
 from gt.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -26,7 +27,9 @@ from gt.tensor import Tensor, emit
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    return input.relu()
+    """With `inplace`, `input` is rebound to the result (GT values are immutable), so
+    the caller's tensor changes as in torch."""
+    return input._assign(input.relu()) if inplace else input.relu()
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -64,11 +67,14 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return input * 0.0
-    # As torch's CPU dropout: noise = empty_like(input).bernoulli_(1 - p) / (1 - p), drawn
-    # by name from the session's generator, so the mask is torch's after the same seed.
-    noise = call('Tensor.bernoulli_', (zeros(*input.shape, dtype=input.dtype), 1 - p), {})
-    return input * (noise / (1 - p))
+        result = input * 0.0
+    else:
+        # As torch's CPU dropout: noise = empty_like(input).bernoulli_(1 - p) / (1 - p),
+        # drawn by name from the session's generator, so the mask is torch's after the
+        # same seed.
+        noise = call('Tensor.bernoulli_', (zeros(*input.shape, dtype=input.dtype), 1 - p), {})
+        result = input * (noise / (1 - p))
+    return input._assign(result) if inplace else result
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
@@ -163,8 +169,8 @@ def embedding(input: Tensor, weight: Tensor) -> Tensor:
 
 __all__ = [
     'relu', 'sigmoid', 'tanh', 'gelu', 'softmax', 'log_softmax', 'linear', 'dropout',
-    'layer_norm', 'embedding', 'one_hot', 'pad', 'scaled_dot_product_attention', 'mse_loss',
-    'l1_loss', 'binary_cross_entropy',
+    'layer_norm', 'batch_norm', 'embedding', 'one_hot', 'pad', 'scaled_dot_product_attention',
+    'mse_loss', 'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
 ]
 

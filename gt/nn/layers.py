@@ -80,22 +80,27 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p: float = 0.5) -> None:
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f'dropout probability has to be between 0 and 1, but got {p}')
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f'p={self.p}'
+        return f'p={self.p}, inplace={self.inplace}'
 
 
 # ---- parameter-free layers -------------------------------------------------------------------
 class ReLU(Module):
-    def forward(self, input: Tensor) -> Tensor: return input.relu()
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor: return F.relu(input, self.inplace)
+    def extra_repr(self) -> str: return 'inplace=True' if self.inplace else ''
 
 
 class Sigmoid(Module):

@@ -41,6 +41,9 @@ KNOWN_FAILURES = {
     'var.unbiased': 'GT var takes no positional unbiased',
     'resize_': 'refused: resizes storage',
     'to_sparse': 'refused: sparse layout',
+    **dict.fromkeys(['native_batch_norm', 'nn.functional.instance_norm'],
+                    'refused with running statistics: they would be updated in place on the '
+                    'worker (gt.nn.functional.batch_norm is GT\'s own form)'),
     'zero_': 'GT zero_ drops requires_grad (torch keeps it, with a zero gradient)',
 }
 

@@ -94,6 +94,22 @@ def test_hooks_see_and_may_replace_gradients():
         gt.ones(2).register_hook(print)
 
 
+def test_a_leaf_hook_sees_the_leaf_s_whole_gradient_once():
+    """A leaf used twice gets two gradient parts; torch sums them, then calls its hooks
+    once, then accumulates into an existing .grad (in backward and in grad())."""
+    (x, tx), (w, tw) = pair((3,)), pair((3,))
+    calls, t_calls = [], []
+    x.register_hook(lambda g: calls.append(g) or g ** 2)
+    tx.register_hook(lambda g: t_calls.append(g) or g ** 2)
+    for _ in range(2):  # the second pass adds to the .grad the first left
+        (x * x * w + x).sum().backward()
+        (tx * tx * tw + tx).sum().backward()
+    assert len(calls) == len(t_calls) == 2
+    close([x.grad, w.grad, *calls], [tx.grad, tw.grad, *t_calls])
+    close(gt.autograd.grad((x * x).sum(), [x]), torch.autograd.grad((tx * tx).sum(), [tx]))
+    assert len(calls) == len(t_calls) == 3
+
+
 def test_a_retained_grad_is_taken_after_hooks_and_follows_in_place_updates():
     """As torch: the .grad of a tensor that called retain_grad() is its gradient after
     its hooks ran, and an in-place update moves the retention to the new value."""

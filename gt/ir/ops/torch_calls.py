@@ -83,6 +83,15 @@ def _checked(fn: str, types: tuple, args: list, kwargs: dict) -> None:
     if torch_functions.in_place(fn) and not (args and isinstance(args[0], (list, tuple))
                                              and args[0][0] == 'T'):
         raise ValueError(f'{fn}: an in-place call must update a tensor input')
+    written = torch_functions.side_effects(fn, args, kwargs, _is_tensor)
+    if written:
+        raise ValueError(f'{fn} would write into {" and ".join(written)} in place on the worker, '
+                         'where GT values are immutable (and may be shared); GT records the '
+                         'update itself in gt.nn.functional.batch_norm and for inplace=True')
+
+
+def _is_tensor(item: Any) -> bool:
+    return isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T'
 
 
 def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Signature:

@@ -1,0 +1,126 @@
+"""Batch normalization: `F.batch_norm` and `BatchNorm1d/2d/3d`, composed of GT ops.
+
+torch's batch_norm updates the running statistics it is given in place, as a side effect.
+Run by name on a worker, that update would write into a value GT treats as immutable
+(and may share with other tensors). Here the update is GT's own: the running tensors are
+rebound to their new values (as `t.copy_(...)` does), so it is recorded like any op,
+happens even if the output is never used, and the gradient comes from the ops' rules.
+"""
+
+from typing import Any
+
+import torch
+
+from gt.autograd import no_grad
+from gt.creation import ones, tensor, zeros
+from gt.nn.module import Module
+from gt.nn.parameter import Parameter
+from gt.tensor import Tensor
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: Any = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) over the other dims. Training uses the batch's
+    statistics and moves the running ones toward them by `momentum` (a number, or a 0-d
+    tensor for a cumulative average); evaluation uses the running ones."""
+    if input.ndim < 2:
+        raise ValueError(f'batch_norm: expected an input of at least 2 dims (N, C, ...), got '
+                         f'shape {list(input.shape)}')
+    channels = input.shape[1]
+    for name, value in (('weight', weight), ('bias', bias), ('running_mean', running_mean),
+                        ('running_var', running_var)):
+        if value is not None and tuple(value.shape) != (channels,):
+            raise ValueError(f'batch_norm: {name} should have shape [{channels}] for an input '
+                             f'with {channels} channels, got {list(value.shape)}')
+    dims = [0, *range(2, input.ndim)]
+    shape = [1, channels] + [1] * (input.ndim - 2)
+    if training:
+        count = input.numel() // channels if channels else 0
+        if count <= 1:
+            raise ValueError(f'Expected more than 1 value per channel when training, got '
+                             f'input size {torch.Size(input.shape)}')
+        mean = input.mean(dims)
+        var = input.var(dims, unbiased=False)
+        with no_grad():
+            if running_mean is not None:
+                running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
+            if running_var is not None:
+                unbiased = var * (count / (count - 1))
+                running_var.copy_(running_var * (1 - momentum) + unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError('batch_norm: running_mean and running_var must be given when '
+                             'not training')
+        mean, var = running_mean, running_var
+    output = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        output = output * weight.reshape(shape)
+    if bias is not None:
+        output = output + bias.reshape(shape)
+    return output if output.dtype == input.dtype else output.to(input.dtype)
+
+
+class _BatchNorm(Module):
+    """torch's _BatchNorm: parameters `weight` (ones) and `bias` (zeros), buffers
+    `running_mean`, `running_var` and `num_batches_tracked`, under torch's names."""
+
+    dims: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        floating = {} if dtype is None else {'dtype': dtype}
+        self.register_parameter('weight', Parameter(ones(num_features, **floating))
+                                if affine else None)
+        self.register_parameter('bias', Parameter(zeros(num_features, **floating))
+                                if affine and bias else None)
+        if track_running_stats:
+            self.register_buffer('running_mean', zeros(num_features, **floating))
+            self.register_buffer('running_var', ones(num_features, **floating))
+            self.register_buffer('num_batches_tracked', tensor(0, dtype=torch.long))
+        else:
+            for name in ('running_mean', 'running_var', 'num_batches_tracked'):
+                self.register_buffer(name, None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1.0)
+            self.num_batches_tracked.zero_()
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in self.dims:
+            raise ValueError(f'expected {" or ".join(f"{d}D" for d in self.dims)} input '
+                             f'(got {input.ndim}D input)')
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked += 1
+                if self.momentum is None:  # a cumulative average: 1/batches seen so far
+                    momentum = 1.0 / self.num_batches_tracked.to(self.running_mean.dtype)
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return batch_norm(input, self.running_mean if keep else None,
+                          self.running_var if keep else None, self.weight, self.bias,
+                          use_batch, momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f'{self.num_features}, eps={self.eps}, momentum={self.momentum}, '
+                f'affine={self.affine}, bias={self.bias is not None}, '
+                f'track_running_stats={self.track_running_stats}')
+
+
+class BatchNorm1d(_BatchNorm):
+    dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    dims = (5,)
