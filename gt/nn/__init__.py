@@ -1,14 +1,23 @@
-"""Neural networks on GT tensors with torch.nn's API: `Module`, layers, losses and
-`utils` (gradient clipping), so a PyTorch training script ports by changing its imports.
+"""Neural networks on GT tensors with torch.nn's API: `Module`, containers, layers
+(linear, convolution, pooling, normalization, activations), losses, `init` and `utils`
+(gradient clipping), so a PyTorch training script ports by changing its imports.
 The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them.
 
     from gt.nn import Module, Linear
     import gt.nn.functional as F
 """
 
-from gt.nn import functional, optim, utils
+from gt.nn import functional, init, optim, utils
+from gt.nn.activations import ELU, Hardtanh, LeakyReLU, Mish, ReLU6, SiLU, Softplus
 from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from gt.nn.containers import ModuleList, Sequential
+from gt.nn.containers import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from gt.nn.conv import Conv1d, Conv2d
 from gt.nn.functional import relu, sigmoid, tanh
 from gt.nn.layers import (
     GELU,
@@ -41,6 +50,14 @@ from gt.nn.losses import (
 from gt.nn.module import Module
 from gt.nn.optim import SGD, Adam, AdamW, Optimizer
 from gt.nn.parameter import Parameter
+from gt.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 
 __all__ = [
     'Module', 'Parameter', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
@@ -50,6 +67,9 @@ __all__ = [
     'CrossEntropyLoss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'Optimizer', 'SGD', 'Adam',
     'AdamW', 'functional', 'optim', 'utils', 'relu', 'sigmoid', 'tanh', 'cross_entropy_loss',
+    'ModuleDict', 'ParameterList', 'ParameterDict', 'Conv1d', 'Conv2d', 'MaxPool1d',
+    'MaxPool2d', 'AvgPool1d', 'AvgPool2d', 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d',
+    'LeakyReLU', 'SiLU', 'ELU', 'Mish', 'Hardtanh', 'ReLU6', 'Softplus', 'init',
 ]
 
 # The seeds' names (gt.nn.cross_entropy_loss, gt.nn.relu, ...) beside torch's.

@@ -76,7 +76,7 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (f'{self.normalized_shape}, eps={self.eps}, '
-                f'elementwise_affine={self.elementwise_affine}')
+                f'elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}')
 
 
 class Dropout(Module):
@@ -126,6 +126,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor: return input.softmax(self.dim)
+    def extra_repr(self) -> str: return f'dim={self.dim}'
 
 
 class LogSoftmax(Softmax):
@@ -139,6 +140,9 @@ class Flatten(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f'start_dim={self.start_dim}, end_dim={self.end_dim}'
 
 
 class Identity(Module):

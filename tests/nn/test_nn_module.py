@@ -166,9 +166,11 @@ def test_load_casts_to_the_parameter_dtype():
 
 
 def test_repr_like_torch():
-    text = repr(nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Dropout(0.1)))
-    assert text == repr(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(),
-                                            torch.nn.Dropout(0.1)))
+    def model(lib):
+        return lib.Sequential(lib.Flatten(), lib.Linear(3, 2), lib.LayerNorm(2, bias=False),
+                              lib.ReLU(), lib.Dropout(0.1), lib.Softmax(dim=1),
+                              lib.LogSoftmax(1), lib.LayerNorm(2, elementwise_affine=False))
+    assert repr(model(nn)) == repr(model(torch.nn))
 
 
 def test_updating_a_parameter_in_place_keeps_its_place():
