@@ -27,6 +27,7 @@ from gt.ir.dtypes import (
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
 from gt.signal import current_scope
+from gt.snapshot import snapshot
 from gt.tensor_math import MathMethods
 from gt.tensor_shapes import ShapeMethods
 
@@ -117,26 +118,36 @@ class Tensor(MathMethods, ShapeMethods):
     # ---- materialization -------------------------------------------------------------
     @property
     def data(self) -> torch.Tensor:
-        """The computed value, as a CPU torch.Tensor snapshot (so `.data.numpy()` works)."""
+        """The computed value, as a CPU torch.Tensor snapshot (so `.data.numpy()` works),
+        whose in-place changes reach this tensor too (gt/snapshot.py)."""
+        return snapshot(self._value(), self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        """`p.data = value`: `p` takes the value, unrecorded by autograd, as in torch."""
+        with autograd.no_grad():
+            self._rebind(as_tensor(value).clone())
+
+    def _value(self) -> torch.Tensor:
         return self._client.fetch([self._id])[0]
 
     def numpy(self) -> np.ndarray:
-        return self.data.numpy()
+        return self._value().numpy()
 
     def item(self) -> Any:
         if self.numel() != 1:
             raise RuntimeError(f'a tensor with {self.numel()} elements cannot be converted to '
                                'a Python scalar')
-        return self.data.item()
+        return self._value().item()
 
     def tolist(self) -> Any:
-        return self.data.tolist()
+        return self._value().tolist()
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
             raise RuntimeError(f'the truth value of a tensor with {self.numel()} elements is '
                                'ambiguous')
-        return bool(self.data.item())
+        return bool(self._value().item())
 
     def __float__(self) -> float:
         return float(self.item())
@@ -155,7 +166,7 @@ class Tensor(MathMethods, ShapeMethods):
         return format(repr(self), spec)
 
     def __repr__(self) -> str:
-        text = repr(self.data)
+        text = repr(self._value())
         if self.grad_fn is not None:
             return f'{text[:-1]}, grad_fn=<{self.grad_fn.name}>)'
         if self.requires_grad:
