@@ -8,7 +8,7 @@ import os as _os
 
 import torch as _torch
 
-from gt import config, debug, fft, linalg, nn, optim, signal, special
+from gt import config, cuda, debug, fft, linalg, nn, optim, signal, special
 from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
@@ -27,6 +27,7 @@ from gt.creation import (
     zeros,
     zeros_like,
 )
+from gt.data_loading import register_collate as _register_collate
 from gt.fallback import namespace as _namespace
 from gt.functional import (
     abs,
@@ -93,7 +94,7 @@ __all__ = [
     'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
-    'SignalConfig', 'ShardConfig',
+    'SignalConfig', 'ShardConfig', 'cuda',
 ]
 
 _torch_function = _namespace('torch', globals())
@@ -112,5 +113,6 @@ _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'fi
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble'})
 
+_register_collate()
 if _os.environ.get('GT_CONFIG'):
     load_config(_os.environ['GT_CONFIG'])

@@ -1,39 +1,41 @@
 """Layers with torch.nn's parameters, names, shapes and default initialization, and the
-loss modules. Initial values are drawn on the worker (`gt.rand`, `gt.randn`), so making
-a model sends no data; they follow torch's distributions, not its random stream.
+loss modules. Initial values are drawn on the worker, so making a model sends no data:
+`Linear` draws torch's values through gt.nn.init, `Embedding` through `gt.randn`, each
+in torch's order, so after the same seed they are torch's bit for bit.
 """
 
 import math
 from typing import Sequence
 
-from gt.autograd import no_grad
-from gt.creation import ones, rand, randn, zeros
+from gt.creation import ones, randn, zeros
 from gt.nn import functional as F
+from gt.nn import init
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
 
 
-def uniform(*shape: int, bound: float) -> Parameter:
-    """A parameter drawn from U(-bound, bound) on the worker, as torch's `uniform_`."""
-    with no_grad():
-        return Parameter(rand(*shape) * (2.0 * bound) - bound)
-
-
 class Linear(Module):
-    """`y = x @ weight.T + bias`, weight (out_features, in_features). Both are drawn from
-    U(-1/sqrt(in_features), 1/sqrt(in_features)), which is what torch's
-    kaiming_uniform_(a=sqrt(5)) comes to."""
+    """`y = x @ weight.T + bias`, weight (out_features, in_features), initialized as
+    torch's `reset_parameters` does: kaiming_uniform_(a=sqrt(5)) for the weight, then
+    U(-1/sqrt(in_features), 1/sqrt(in_features)) for the bias."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-        self.weight = uniform(out_features, in_features, bound=bound)
+        self.weight = Parameter(zeros(out_features, in_features))
         if bias:
-            self.bias = uniform(out_features, bound=bound)
+            self.bias = Parameter(zeros(out_features))
         else:
             self.register_parameter('bias', None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)

@@ -31,6 +31,16 @@ def test_linear_initialization_follows_torch_distribution():
     assert layer.weight.is_leaf and layer.weight.requires_grad
 
 
+def test_a_seeded_model_has_torch_s_weights_bit_for_bit():
+    def model(lib):
+        lib.manual_seed(11)
+        return lib.nn.Sequential(lib.nn.Linear(30, 20), lib.nn.Embedding(7, 20),
+                                 lib.nn.Linear(20, 5, bias=False), lib.nn.Linear(5, 1))
+    mine, theirs = model(gt), model(torch)
+    for (name, got), (_, want) in zip(mine.state_dict().items(), theirs.state_dict().items()):
+        assert torch.equal(got, want), name
+
+
 def test_initialization_sends_no_data(monkeypatch):
     client = gt.runtime.client.current()
     sent = []

@@ -1,0 +1,26 @@
+"""`gt.cuda`: what torch scripts ask of torch.cuda before they start.
+
+A GT client holds no device memory. Tensors live on the workers, which use their GPUs by
+themselves, and `.to(device)` leaves placement to GT. So here `is_available()` is False
+and `device_count()` is 0, and the usual line
+`device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')` picks a spelling
+that GT accepts and ignores. GT has one random generator per session, seeded by
+`gt.manual_seed` (which, like `torch.manual_seed`, seeds every device): `manual_seed`
+and `manual_seed_all` here seed only CUDA generators in torch, and a client has none.
+"""
+
+
+def is_available() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return 0
+
+
+def manual_seed(seed: int) -> None:
+    """Nothing to seed: see the module docstring (`gt.manual_seed` seeds the session)."""
+
+
+def manual_seed_all(seed: int) -> None:
+    """Nothing to seed: see the module docstring (`gt.manual_seed` seeds the session)."""

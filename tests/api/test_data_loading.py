@@ -1,0 +1,51 @@
+"""What a ported script's data plumbing asks of GT: torch's DataLoader over a
+TensorDataset of GT tensors batches as over torch tensors (the same batches, in the same
+shuffled order for the same torch generator), and the `torch.cuda` device probe."""
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+import gt
+
+
+@pytest.mark.parametrize('shuffle', [False, True])
+@pytest.mark.parametrize('drop_last', [False, True])
+def test_batches_match_torch_s(shuffle, drop_last):
+    features = torch.randn(11, 3)
+    labels = torch.arange(11)
+    loaders = [DataLoader(TensorDataset(x, y), batch_size=4, shuffle=shuffle, drop_last=drop_last,
+                          generator=torch.Generator().manual_seed(5))
+               for x, y in ((gt.tensor(features), gt.tensor(labels)), (features, labels))]
+    mine, theirs = list(loaders[0]), list(loaders[1])
+    assert len(mine) == len(theirs) == (2 if drop_last else 3)
+    for (x, y), (tx, ty) in zip(mine, theirs):
+        assert isinstance(x, gt.Tensor) and x.dtype == tx.dtype
+        assert torch.equal(x.data, tx) and torch.equal(y.data, ty)
+
+
+def test_a_training_loop_over_a_loader_learns():
+    torch.manual_seed(0)
+    features = torch.randn(64, 4)
+    labels = (features.sum(1) > 0).long()
+    model = gt.nn.Linear(4, 2)
+    optimizer = gt.optim.SGD(model.parameters(), lr=0.5)
+    loader = DataLoader(TensorDataset(gt.tensor(features), gt.tensor(labels)), batch_size=16,
+                        shuffle=True)
+    losses = []
+    for _ in range(5):
+        for x, y in loader:
+            loss = gt.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_the_cuda_probe_of_a_ported_script_picks_a_device_gt_accepts():
+    device = gt.device('cuda' if gt.cuda.is_available() else 'cpu')
+    assert gt.cuda.device_count() == 0
+    gt.cuda.manual_seed_all(0)
+    x = gt.ones(2).to(device)
+    assert x.tolist() == [1.0, 1.0]
