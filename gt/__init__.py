@@ -5,6 +5,7 @@
 """
 
 import os as _os
+from importlib import metadata as _metadata
 
 import torch as _torch
 
@@ -13,6 +14,7 @@ from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
     arange,
+    as_tensor,
     from_numpy,
     full,
     full_like,
@@ -57,6 +59,7 @@ from gt.runtime.client import set_auto_workers as gpu_workers
 from gt.serialization import load, save
 from gt.tensor import Tensor
 
+__version__ = _metadata.version('gt')
 bool = _torch.bool
 uint8, int8, int16 = _torch.uint8, _torch.int8, _torch.int16
 int32, int64 = _torch.int32, _torch.int64
@@ -86,8 +89,8 @@ def sync() -> None:
 
 
 __all__ = [
-    'Tensor', 'tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full', 'arange',
-    'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
+    'Tensor', 'tensor', 'as_tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full',
+    'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
     'debug', 'WorkerError', 'OutOfMemoryError', 'linalg', 'special', 'fft', 'cat', 'stack',
@@ -111,7 +114,8 @@ def __getattr__(name: str):
 _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'finfo', 'iinfo',
                          'Generator', 'get_default_dtype', 'promote_types',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
-                         'uint64', 'cfloat', 'short', 'chalf', 'cdouble'})
+                         'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
+                         'set_printoptions'})  # printing fetches into torch tensors
 
 _register_collate()
 if _os.environ.get('GT_CONFIG'):

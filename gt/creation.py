@@ -135,6 +135,14 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     return _from_data(source.numpy(), DTYPE_NAMES[source.dtype], requires_grad)
 
 
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """torch.as_tensor: a GT tensor is returned as it is (cast if `dtype` differs);
+    anything else becomes one as `tensor` makes it. `device` is GT's to choose."""
+    if isinstance(data, Tensor):
+        return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    return tensor(data, dtype)
+
+
 def manual_seed(seed: int) -> None:
     """Seed this client's random stream on every worker; same seed, same tensors."""
     apply('manual_seed', [], seed=int(seed))

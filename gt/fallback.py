@@ -154,8 +154,13 @@ def namespace(prefix: str, module_globals: dict):
     """A module `__getattr__` that serves the torch functions under `prefix`, keeping
     each in the module once made, so the next lookup is a plain attribute."""
     def __getattr__(attribute: str) -> Any:
-        if attribute.startswith('_') or not torch_functions.exists(f'{prefix}.{attribute}'):
-            raise AttributeError(f"GT has no {prefix.replace('torch', 'gt', 1)}.{attribute}")
+        name = f"{prefix.replace('torch', 'gt', 1)}.{attribute}"
+        if attribute.startswith('_'):
+            raise AttributeError(f'GT has no {name}')
+        try:
+            torch_functions.resolve(f'{prefix}.{attribute}')
+        except ValueError as refusal:
+            raise AttributeError(f"GT has no {name}: {str(refusal).split(': ', 1)[1]}") from None
         made = module_globals[attribute] = function(f'{prefix}.{attribute}')
         return made
     return __getattr__

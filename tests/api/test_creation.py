@@ -210,3 +210,21 @@ def test_dtypes_are_torch_dtypes():
 def test_creation_accepts_every_dtype(dtype):
     assert_same(gt.zeros(2, dtype=dtype), torch.zeros(2, dtype=dtype))
     assert_same(gt.ones(2, dtype=dtype), torch.ones(2, dtype=dtype))
+
+
+def test_as_tensor_keeps_a_gt_tensor_and_converts_the_rest_as_torch():
+    x = gt.tensor([1, 2])
+    assert gt.as_tensor(x) is x
+    assert gt.as_tensor(x, dtype=torch.float32).dtype == torch.float32
+    for data in ([1.5, 2], np.arange(3, dtype=np.int16), torch.ones(2, dtype=torch.float64)):
+        mine, theirs = gt.as_tensor(data), torch.as_tensor(data)
+        assert mine.dtype == theirs.dtype and torch.equal(mine.data, theirs)
+
+
+def test_print_options_and_version_are_torch_s_spellings():
+    gt.set_printoptions(precision=2)
+    try:
+        assert repr(gt.tensor([1.23456])) == 'tensor([1.23])'
+    finally:
+        torch.set_printoptions(profile='default')
+    assert gt.__version__.count('.') >= 1
