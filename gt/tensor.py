@@ -35,6 +35,7 @@ from gt.tensor_shapes import ShapeMethods
 class Tensor(MathMethods, ShapeMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
                  '_hooks', '__weakref__')
+    _copies_grad = True  # by copy.deepcopy
 
     def __init__(self, value_id: int, type_: TensorType, client: Any):
         self._id = value_id
@@ -294,6 +295,25 @@ class Tensor(MathMethods, ShapeMethods):
 
     def register_hook(self, hook):
         return autograd.register_hook(self, hook)
+
+    def __deepcopy__(self, memo: dict) -> 'Tensor':
+        """`copy.deepcopy(model)` (an EMA or target network, a best-so-far snapshot): a
+        tensor of the same class with a copy of the value, made on the worker, and of
+        `.grad` (a Parameter's is not copied: torch's Parameter copies value and
+        requires_grad only); as in torch, only leaves can be copied."""
+        if not self.is_leaf:
+            raise RuntimeError('Only Tensors created explicitly by the user (graph leaves) '
+                               'support the deepcopy protocol at the moment')
+        with autograd.no_grad():
+            value = self.clone()
+        copied = object.__new__(type(self))
+        Tensor.__init__(copied, value._id, value._type, value._client)
+        value._id = None  # the clone's value is the copy's alone
+        copied.requires_grad = self.requires_grad
+        memo[id(self)] = copied
+        if self._grad is not None and self._copies_grad:
+            copied._grad = self._grad.__deepcopy__(memo)
+        return copied
 
     def detach(self) -> 'Tensor':
         with autograd.no_grad():

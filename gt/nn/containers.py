@@ -52,6 +52,21 @@ class ModuleList(Module):
         for module in modules:
             self.append(module)
 
+    def __repr__(self) -> str:
+        """As torch prints it: a run of equal entries on one line, `(0-5): 6 x Block(...)`."""
+        runs: list[list] = []  # [first index, last index, repr]
+        for index, module in enumerate(self._modules.values()):
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = index
+            else:
+                runs.append([index, index, text])
+        if not runs:
+            return 'ModuleList()'
+        lines = [(f'({first}): ' if first == last else f'({first}-{last}): {last - first + 1} x ')
+                 + text.replace('\n', '\n  ') for first, last, text in runs]
+        return 'ModuleList(\n  ' + '\n  '.join(lines) + '\n)'
+
     def __getitem__(self, index: int) -> Module:
         return list(self._modules.values())[index]
 
@@ -162,8 +177,6 @@ class ParameterList(Module):
         return '\n'.join(_entry_line(str(i), value, typename=False)
                          for i, value in enumerate(self))
 
-    def __repr__(self) -> str:
-        return _torch_repr(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError('ParameterList should not be called.')
@@ -259,8 +272,6 @@ class ParameterDict(Module):
     def extra_repr(self) -> str:
         return '\n'.join(_entry_line(key, value, typename=True) for key, value in self.items())
 
-    def __repr__(self) -> str:
-        return _torch_repr(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError('ParameterDict should not be called.')
@@ -310,17 +321,3 @@ def _entry_line(key: str, value: Any, typename: bool) -> str:
     dtype = torch.typename(torch.empty(0, dtype=value.dtype)) if typename else value.dtype
     size = 'x'.join(str(size) for size in value.shape)
     return f'  ({key}): {kind} containing: [{dtype} of size {size}]'
-
-
-def _torch_repr(module: Module) -> str:
-    """torch's Module repr, which puts a many-line extra_repr on lines of its own (GT's
-    Module.__repr__ keeps it on the first line)."""
-    extra = module.extra_repr()
-    extra_lines = extra.split('\n') if extra else []
-    child_lines = [f'({name}): ' + repr(child).replace('\n', '\n  ')
-                   for name, child in module._modules.items()]
-    name = type(module).__name__
-    if len(extra_lines) == 1 and not child_lines:
-        return f'{name}({extra_lines[0]})'
-    lines = extra_lines + child_lines
-    return f'{name}(\n  ' + '\n  '.join(lines) + '\n)' if lines else f'{name}()'

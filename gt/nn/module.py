@@ -299,12 +299,14 @@ class Module:
         return ''
 
     def __repr__(self) -> str:
-        lines = []
-        for name, module in self._modules.items():
-            child = repr(module).replace('\n', '\n  ')
-            lines.append(f'({name}): {child}')
+        """torch's layout: a one-line extra_repr beside the name; a longer one, and each
+        child, on lines of their own."""
         extra = self.extra_repr()
-        if not lines:
-            return f'{type(self).__name__}({extra})'
-        body = '\n  '.join(([extra] if extra else []) + lines)
-        return f'{type(self).__name__}(\n  {body}\n)'
+        extra_lines = extra.split('\n') if extra else []
+        child_lines = [f'({name}): ' + repr(child).replace('\n', '\n  ')
+                       for name, child in self._modules.items()]
+        name = type(self).__name__
+        if len(extra_lines) == 1 and not child_lines:
+            return f'{name}({extra_lines[0]})'
+        lines = extra_lines + child_lines
+        return f'{name}(\n  ' + '\n  '.join(lines) + '\n)' if lines else f'{name}()'

@@ -12,6 +12,7 @@ class Parameter(Tensor):
     `data` may be a gt Tensor (its value is copied), a torch tensor or a numpy array."""
 
     __slots__ = ()
+    _copies_grad = False  # torch's Parameter.__deepcopy__ leaves .grad behind
 
     def __init__(self, data: Any = None, requires_grad: bool = True):
         from gt.creation import tensor, zeros

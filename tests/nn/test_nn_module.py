@@ -179,3 +179,32 @@ def test_updating_a_parameter_in_place_keeps_its_place():
         layer.weight -= 1.0  # Module.__setattr__ sees the same Parameter again
     assert [name for name, _ in layer.named_parameters()] == ['weight', 'bias']
     assert list(layer.state_dict()) == ['weight', 'bias']
+
+
+def test_deepcopy_copies_values_gradients_and_buffers_as_torch():
+    """An EMA or target network: the copy has the same values, its own storage, and
+    trains on its own."""
+    import copy
+
+    mine = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    mine.load_state_dict(theirs.state_dict())
+    x = torch.randn(4, 3)
+    mine(gt.tensor(x)).sum().backward()
+    theirs(x).sum().backward()
+    mine_copy, theirs_copy = copy.deepcopy(mine), copy.deepcopy(theirs)
+    assert repr(mine_copy) == repr(theirs_copy)
+    for (name, got), (_, want) in zip(mine_copy.state_dict().items(),
+                                      theirs_copy.state_dict().items()):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)  # running stats: ulps
+    for got, want in zip(mine_copy.parameters(), theirs_copy.parameters()):
+        assert type(got) is nn.Parameter and got.requires_grad
+        assert got.grad is None and want.grad is None  # torch's Parameter leaves it behind
+    leaf = gt.ones(2, requires_grad=True)
+    (leaf * 3).sum().backward()
+    assert copy.deepcopy(leaf).grad.tolist() == [3.0, 3.0]  # a plain tensor's comes along
+    with gt.no_grad():
+        mine_copy[0].weight.mul_(0.0)
+    assert torch.equal(mine[0].weight.data, theirs[0].weight.data)
+    with pytest.raises(RuntimeError, match='graph leaves'):
+        copy.deepcopy(mine[0].weight * 2)
