@@ -1,5 +1,6 @@
 """Neural networks on GT tensors with torch.nn's API: `Module`, containers, layers
-(linear, convolution, pooling, normalization, activations), losses, `init` and `utils`
+(linear, convolution, pooling, normalization, activations, attention and transformers,
+recurrent), losses, `init` and `utils`
 (gradient clipping), so a PyTorch training script ports by changing its imports.
 The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them.
 
@@ -9,6 +10,7 @@ The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them
 
 from gt.nn import functional, init, optim, utils
 from gt.nn.activations import ELU, Hardtanh, LeakyReLU, Mish, ReLU6, SiLU, Softplus
+from gt.nn.attention import MultiheadAttention
 from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from gt.nn.containers import (
     ModuleDict,
@@ -58,6 +60,15 @@ from gt.nn.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from gt.nn.recurrent import GRU, LSTM, RNN, RNNBase
+from gt.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+from gt.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     'Module', 'Parameter', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
@@ -70,6 +81,9 @@ __all__ = [
     'ModuleDict', 'ParameterList', 'ParameterDict', 'Conv1d', 'Conv2d', 'MaxPool1d',
     'MaxPool2d', 'AvgPool1d', 'AvgPool2d', 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d',
     'LeakyReLU', 'SiLU', 'ELU', 'Mish', 'Hardtanh', 'ReLU6', 'Softplus', 'init',
+    'RNNBase', 'RNN', 'LSTM', 'GRU', 'RNNCellBase', 'RNNCell', 'LSTMCell', 'GRUCell',
+    'MultiheadAttention', 'TransformerEncoderLayer', 'TransformerEncoder',
+    'TransformerDecoderLayer', 'TransformerDecoder', 'Transformer',
 ]
 
 # The seeds' names (gt.nn.cross_entropy_loss, gt.nn.relu, ...) beside torch's.

@@ -1,0 +1,158 @@
+"""gt.nn.MultiheadAttention against torch.nn.MultiheadAttention with the same weights:
+outputs, attention weights, input and parameter gradients over masks, layouts and
+projections; names, shapes, reprs, seeded draws and errors as torch's."""
+
+import pytest
+import torch
+from attention_check import check_masked
+from nn_check import randn, seeded
+
+import gt
+import gt.nn as nn
+
+E, HEADS, L, S, N = 8, 2, 5, 6, 3
+
+
+def masks(kind: str, tgt: int, src: int, batch: int) -> dict:
+    """torch's mask arguments of one kind; no row is masked entirely (its softmax would
+    be NaN in both)."""
+    generator = seeded()
+    padding = torch.zeros(batch, src, dtype=torch.bool)
+    padding[0, -2:] = True
+    padding[-1, -1] = True
+    causal = torch.ones(tgt, src, dtype=torch.bool).triu(1)
+    if kind == 'none':
+        return {}
+    if kind == 'causal_bool':
+        return {'attn_mask': causal}
+    if kind == 'causal_hint':
+        return {'attn_mask': causal, 'is_causal': True}
+    if kind == 'float':
+        return {'attn_mask': randn(tgt, src, generator=generator)}
+    if kind == 'bool_3d':
+        mask = torch.rand(batch * HEADS, tgt, src, generator=generator) < 0.3
+        return {'attn_mask': mask & ~torch.eye(tgt, src, dtype=torch.bool)}
+    if kind == 'key_padding':
+        return {'key_padding_mask': padding}
+    if kind == 'key_padding_and_causal':
+        return {'key_padding_mask': padding, 'attn_mask': causal}
+    if kind == 'key_padding_float':
+        return {'key_padding_mask': padding.float() * -1e4,
+                'attn_mask': randn(tgt, src, generator=generator)}
+    raise ValueError(kind)
+
+
+def inputs(*shapes: tuple[int, ...]) -> list[torch.Tensor]:
+    generator = seeded()
+    return [randn(*shape, generator=generator) for shape in shapes]
+
+
+WEIGHTS = [{}, {'need_weights': False}, {'average_attn_weights': False}]
+MASKS = ['none', 'causal_bool', 'causal_hint', 'float', 'bool_3d', 'key_padding',
+         'key_padding_and_causal', 'key_padding_float']
+
+
+@pytest.mark.parametrize('weights', WEIGHTS, ids=['averaged', 'no_weights', 'per_head'])
+@pytest.mark.parametrize('mask', MASKS)
+@pytest.mark.parametrize('batch_first', [False, True])
+def test_self_attention(batch_first, mask, weights):
+    mine = nn.MultiheadAttention(E, HEADS, batch_first=batch_first)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, batch_first=batch_first)
+    (x,) = inputs((N, L, E) if batch_first else (L, N, E))
+    check_masked(mine, theirs, [x, x, x], **masks(mask, L, L, N), **weights)
+
+
+@pytest.mark.parametrize('weights', WEIGHTS[:2], ids=['averaged', 'no_weights'])
+@pytest.mark.parametrize('mask', ['none', 'float', 'key_padding'])
+def test_cross_attention_with_other_key_and_value_sizes(mask, weights):
+    mine = nn.MultiheadAttention(E, HEADS, kdim=5, vdim=3, batch_first=True)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, kdim=5, vdim=3, batch_first=True)
+    query, key, value = inputs((N, L, E), (N, S, 5), (N, S, 3))
+    check_masked(mine, theirs, [query, key, value], **masks(mask, L, S, N), **weights)
+
+
+def test_encoder_decoder_attention_shares_key_and_value():
+    query, memory = inputs((L, N, E), (S, N, E))
+    check_masked(nn.MultiheadAttention(E, HEADS), torch.nn.MultiheadAttention(E, HEADS),
+                 [query, memory, memory], **masks('key_padding', L, S, N))
+
+
+@pytest.mark.parametrize('kdim', [None, 4])
+def test_without_bias(kdim):
+    mine = nn.MultiheadAttention(E, HEADS, bias=False, kdim=kdim, vdim=kdim)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, bias=False, kdim=kdim, vdim=kdim)
+    query, key = inputs((L, N, E), (S, N, kdim or E))
+    check_masked(mine, theirs, [query, key, key], need_weights=False)
+
+
+@pytest.mark.parametrize('mask', ['none', 'key_padding', 'bool_3d'])
+@pytest.mark.parametrize('batch_first', [False, True])
+def test_unbatched_input(batch_first, mask):
+    mine = nn.MultiheadAttention(E, HEADS, batch_first=batch_first)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, batch_first=batch_first)
+    kwargs = masks(mask, L, L, 1)
+    if 'key_padding_mask' in kwargs:
+        kwargs['key_padding_mask'] = kwargs['key_padding_mask'][0]
+    (x,) = inputs((L, E))
+    check_masked(mine, theirs, [x, x, x], average_attn_weights=False, **kwargs)
+
+
+def test_add_zero_attn():
+    mine = nn.MultiheadAttention(E, HEADS, add_zero_attn=True)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, add_zero_attn=True)
+    (x,) = inputs((L, N, E))
+    check_masked(mine, theirs, [x, x, x], **masks('key_padding_and_causal', L, L, N))
+
+
+def test_dropout_applies_in_training_only():
+    attention = nn.MultiheadAttention(E, HEADS, dropout=0.5)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, dropout=0.5).eval()
+    attention.load_state_dict(theirs.state_dict())
+    (x,) = inputs((L, N, E))
+    output, weights = attention(gt.tensor(x), gt.tensor(x), gt.tensor(x))
+    assert not torch.allclose(weights.data.sum(-1), torch.ones(N, L))  # dropped and scaled
+    attention.eval()
+    check_masked(attention, theirs, [x, x, x])
+
+
+def test_is_causal_needs_a_mask_as_in_torch():
+    x = gt.randn(L, N, E)
+    with pytest.raises(RuntimeError, match='Need attn_mask if specifying the is_causal hint'):
+        nn.MultiheadAttention(E, HEADS)(x, x, x, is_causal=True)
+
+
+@pytest.mark.parametrize('kwargs', [{}, {'kdim': 4, 'vdim': 6}, {'bias': False}])
+def test_names_shapes_and_seeded_draws_are_torchs(kwargs):
+    gt.manual_seed(7)
+    mine = nn.MultiheadAttention(E, HEADS, **kwargs)
+    torch.manual_seed(7)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, **kwargs)
+    got, want = mine.state_dict(), theirs.state_dict()
+    assert list(got) == list(want)
+    for name in want:
+        assert torch.equal(got[name], want[name]), name
+    assert repr(mine) == repr(theirs)
+    assert mine._qkv_same_embed_dim == theirs._qkv_same_embed_dim
+    # And GT's weights load into torch.
+    other = torch.nn.MultiheadAttention(E, HEADS, **kwargs)
+    other.load_state_dict(got)
+    assert all(torch.equal(value, want[name]) for name, value in other.state_dict().items())
+
+
+def test_bad_arguments_raise_as_torch():
+    for lib in (torch.nn, nn):
+        with pytest.raises(AssertionError, match='embed_dim must be divisible by num_heads'):
+            lib.MultiheadAttention(10, 3)
+        with pytest.raises(ValueError, match='must be greater than 0'):
+            lib.MultiheadAttention(8, 0)
+    with pytest.raises(NotImplementedError, match='add_bias_kv'):
+        nn.MultiheadAttention(E, HEADS, add_bias_kv=True)
+
+
+def test_mismatched_mask_types_warn_as_torch():
+    (x,) = inputs((L, N, E))
+    kwargs = masks('key_padding', L, L, N) | masks('float', L, L, N)
+    for lib, value in ((torch, x), (gt, gt.tensor(x))):
+        with pytest.warns(UserWarning, match='mismatched key_padding_mask and attn_mask'):
+            lib.nn.MultiheadAttention(E, HEADS)(value, value, value, **{
+                name: mask if lib is torch else gt.tensor(mask) for name, mask in kwargs.items()})
