@@ -22,9 +22,11 @@ def alternating(first: Callable[[], object], second: Callable[[], object],
     return statistics.median(times[0]), statistics.median(times[1])
 
 
-def report(name: str, torch_seconds: float, gt_seconds: float, bound: float) -> bool:
+def report(name: str, torch_seconds: float, gt_seconds: float, target: float | None) -> None:
+    """One line: both times, their ratio, and whether it meets the target (a benchmark
+    measures; on a shared machine a ratio moves from run to run, so it asserts nothing)."""
     ratio = gt_seconds / torch_seconds
-    verdict = 'ok' if ratio <= bound else 'OVER'
+    verdict = '' if target is None else \
+        f'  (target {target}x: {"met" if ratio <= target else "over"})'
     print(f'{name:<44} torch {torch_seconds * 1e3:8.3f} ms   gt {gt_seconds * 1e3:8.3f} ms   '
-          f'ratio {ratio:5.2f}x  (bound {bound}x: {verdict})')
-    return ratio <= bound
+          f'ratio {ratio:5.2f}x{verdict}')
