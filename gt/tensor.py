@@ -315,6 +315,16 @@ class Tensor(MathMethods, ShapeMethods):
             copied._grad = self._grad.__deepcopy__(memo)
         return copied
 
+    def __copy__(self) -> 'Tensor':
+        return self.__deepcopy__({})
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled (torch.save, pickle, multiprocessing) as its value, a CPU torch.Tensor:
+        a GT tensor names a value of this session on a worker, which another process or
+        a later run cannot reach."""
+        return self._value().requires_grad_(self.requires_grad and self.is_leaf) \
+            .__reduce_ex__(protocol)
+
     def detach(self) -> 'Tensor':
         with autograd.no_grad():
             return self.clone()

@@ -18,6 +18,9 @@ from gt.tensor import Tensor
 IncompatibleKeys = namedtuple('IncompatibleKeys', ['missing_keys', 'unexpected_keys'])
 
 
+REGISTRIES = ('_parameters', '_buffers', '_modules')
+
+
 class Module:
     """Base class of models: subclasses assign layers and Parameters in `__init__` (after
     `super().__init__()`) and define `forward`."""
@@ -38,6 +41,10 @@ class Module:
 
     # ---- registration --------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in REGISTRIES and name in self.__dict__:
+            raise TypeError(f'{name} is where the module registers its own entries (assigning '
+                            f'them as attributes does it); a child module\'s are found '
+                            f'through it already, so there is nothing to assign')
         registries = self.__dict__.get('_parameters'), self.__dict__.get('_modules')
         if isinstance(value, (Parameter, Module)) and None in registries:
             raise AttributeError(f'cannot assign {type(value).__name__} {name!r} before '

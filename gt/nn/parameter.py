@@ -3,6 +3,8 @@ it; leaves that require grad, as in torch.nn."""
 
 from typing import Any
 
+import torch
+
 from gt.autograd import set_requires_grad
 from gt.tensor import Tensor
 
@@ -26,6 +28,10 @@ class Parameter(Tensor):
         Tensor.__init__(self, source._id, source._type, source._client)
         source._id = None  # the detached copy is ours alone: take over its value
         set_requires_grad(self, requires_grad)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled as a torch.nn.Parameter holding the value (see Tensor.__reduce_ex__)."""
+        return torch.nn.Parameter(self._value(), self.requires_grad).__reduce_ex__(protocol)
 
     def __repr__(self) -> str:
         return f'Parameter containing:\n{Tensor.__repr__(self)}'

@@ -208,3 +208,31 @@ def test_deepcopy_copies_values_gradients_and_buffers_as_torch():
     assert torch.equal(mine[0].weight.data, theirs[0].weight.data)
     with pytest.raises(RuntimeError, match='graph leaves'):
         copy.deepcopy(mine[0].weight * 2)
+
+
+def test_torch_save_and_pickle_write_values_torch_reads_anywhere(tmp_path):
+    """torch.save of a GT state dict (a script that kept `import torch` for saving) and
+    pickling write plain torch tensors and Parameters: GT values live on this session's
+    workers, out of reach of whoever loads the file."""
+    import pickle
+
+    model = nn.Linear(3, 2)
+    torch.save({'state': model.state_dict(), 'weight': model.weight}, tmp_path / 'm.pt')
+    loaded = torch.load(tmp_path / 'm.pt', weights_only=True)
+    twin = torch.nn.Linear(3, 2)
+    twin.load_state_dict(loaded['state'])
+    assert torch.equal(twin.weight, model.weight.data)
+    assert type(loaded['weight']) is torch.nn.Parameter and loaded['weight'].requires_grad
+    value = pickle.loads(pickle.dumps(gt.arange(3)))
+    assert type(value) is torch.Tensor and value.tolist() == [0, 1, 2]
+
+
+def test_assigning_a_registry_names_the_mistake():
+    class Overwrites(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self._parameters = list(self.fc.parameters())  # an old GT document's spelling
+
+    with pytest.raises(TypeError, match='_parameters is where the module registers'):
+        Overwrites()
