@@ -162,6 +162,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     return weights @ value
 
 
+def multi_head_attention_forward(*args, **kwargs):
+    """torch's signature, GT's ops (gt/nn/attention.py): run by name it would be one opaque
+    call that neither shards nor differentiates by the ops' rules."""
+    from gt.nn.attention import multi_head_attention_forward as forward  # it imports this
+    return forward(*args, **kwargs)
+
+
 def embedding(input: Tensor, weight: Tensor) -> Tensor:
     """Rows of `weight` picked by the integer tensor `input`."""
     return emit('embedding', weight, input)
@@ -169,8 +176,8 @@ def embedding(input: Tensor, weight: Tensor) -> Tensor:
 
 __all__ = [
     'relu', 'sigmoid', 'tanh', 'gelu', 'softmax', 'log_softmax', 'linear', 'dropout',
-    'layer_norm', 'batch_norm', 'embedding', 'one_hot', 'pad', 'scaled_dot_product_attention',
-    'mse_loss', 'l1_loss', 'binary_cross_entropy',
+    'layer_norm', 'batch_norm', 'multi_head_attention_forward', 'embedding', 'one_hot', 'pad',
+    'scaled_dot_product_attention', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
 ]
 

@@ -156,3 +156,18 @@ def test_mismatched_mask_types_warn_as_torch():
         with pytest.warns(UserWarning, match='mismatched key_padding_mask and attn_mask'):
             lib.nn.MultiheadAttention(E, HEADS)(value, value, value, **{
                 name: mask if lib is torch else gt.tensor(mask) for name, mask in kwargs.items()})
+
+
+def test_the_functional_form_is_gt_s_own_and_matches_torch():
+    theirs = torch.nn.MultiheadAttention(8, 2)
+    x = randn(5, 3, 8)
+    args = (8, 2, theirs.in_proj_weight, theirs.in_proj_bias, None, None, False, 0.0,
+            theirs.out_proj.weight, theirs.out_proj.bias)
+    want, want_weights = torch.nn.functional.multi_head_attention_forward(x, x, x, *args)
+    mine = gt.tensor(x)
+    got, got_weights = nn.functional.multi_head_attention_forward(
+        mine, mine, mine, *[gt.tensor(a.detach()) if isinstance(a, torch.Tensor) else a
+                            for a in args])
+    assert nn.functional.multi_head_attention_forward.__module__ == 'gt.nn.functional'
+    torch.testing.assert_close(got.data, want.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got_weights.data, want_weights.detach(), rtol=1e-5, atol=1e-6)
