@@ -144,5 +144,8 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed this client's random stream on every worker; same seed, same tensors."""
+    """Seed this client's random stream on every worker; same seed, same tensors. torch's
+    own generator in this process is seeded too, as torch.manual_seed seeds it: a
+    DataLoader shuffles with it, so the batches come in torch's order."""
+    torch.manual_seed(int(seed))
     apply('manual_seed', [], seed=int(seed))

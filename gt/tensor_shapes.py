@@ -14,6 +14,13 @@ from gt.ir.dtypes import TORCH_NAMES, dtype_name
 from gt.ir.type_rules import normalize_dim
 from gt.numpy_names import numpy_names
 
+# torch's legacy type names (`x.type()`, `x.type('torch.DoubleTensor')`), by GT dtype.
+LEGACY_TYPES = {'float32': 'torch.FloatTensor', 'float64': 'torch.DoubleTensor',
+                'float16': 'torch.HalfTensor', 'bfloat16': 'torch.BFloat16Tensor',
+                'int64': 'torch.LongTensor', 'int32': 'torch.IntTensor',
+                'int16': 'torch.ShortTensor', 'int8': 'torch.CharTensor',
+                'uint8': 'torch.ByteTensor', 'bool': 'torch.BoolTensor'}
+
 
 class ShapeMethods:
     __slots__ = ()
@@ -132,7 +139,19 @@ class ShapeMethods:
             return self  # devices are GT's business: the dispatcher places values
         return core.apply('cast', [self], dtype=dtype_name(dtype))
 
-    def type(self, dtype): return self.to(dtype)
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """torch's legacy spelling: with no argument the type's name ('torch.FloatTensor'),
+        else a cast to a dtype or to a named type ('torch.DoubleTensor')."""
+        if dtype is None:
+            return LEGACY_TYPES[self._type.dtype]
+        if isinstance(dtype, str):
+            legacy = {name: key for key, name in LEGACY_TYPES.items()}
+            name = dtype.replace('torch.cuda.', 'torch.')
+            if name not in legacy:
+                raise ValueError(f'invalid type: {dtype!r}')
+            dtype = legacy[name]
+        return self.to(dtype)
+
     def float(self, memory_format=None): return self.to(torch.float32)
     def double(self, memory_format=None): return self.to(torch.float64)
     def half(self, memory_format=None): return self.to(torch.float16)

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import torch
 
+from gt.autograd import is_grad_enabled, no_grad
 from gt.creation import arange, full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
@@ -71,8 +72,11 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     else:
         # As torch's CPU dropout: noise = empty_like(input).bernoulli_(1 - p) / (1 - p),
         # drawn by name from the session's generator, so the mask is torch's after the
-        # same seed.
-        noise = call('Tensor.bernoulli_', (zeros(*input.shape, dtype=input.dtype), 1 - p), {})
+        # same seed. empty_like keeps the worker tensor's strides, and bernoulli_ fills in
+        # memory order: a transposed input's mask is torch's too.
+        with no_grad():
+            noise = call('Tensor.bernoulli_', (call('torch.empty_like', (input,), {}), 1 - p),
+                         {})
         result = input * (noise / (1 - p))
     return input._assign(result) if inplace else result
 
@@ -169,9 +173,38 @@ def multi_head_attention_forward(*args, **kwargs):
     return forward(*args, **kwargs)
 
 
-def embedding(input: Tensor, weight: Tensor) -> Tensor:
-    """Rows of `weight` picked by the integer tensor `input`."""
-    return emit('embedding', weight, input)
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` picked by the integer tensor `input`. The `padding_idx` row gets no
+    gradient: its lookups come from a detached weight. `max_norm` first rescales the rows
+    `input` picks whose norm exceeds it, as torch does in place, here by rebinding
+    `weight`. `sparse` gradients are dense ones here (GT has no sparse layout)."""
+    if scale_grad_by_freq:
+        raise NotImplementedError('embedding: scale_grad_by_freq=True is not supported by GT')
+    if padding_idx is not None:
+        rows = weight.shape[0]
+        if not -rows <= padding_idx < rows:
+            raise ValueError(f'Padding_idx must be within num_embeddings, got {padding_idx} '
+                             f'for {rows} rows')
+        padding_idx %= rows
+    if max_norm is not None:
+        _renormalize_rows(weight, input, max_norm, norm_type)
+    output = emit('embedding', weight, input)
+    if padding_idx is None or not (weight.requires_grad and is_grad_enabled()):
+        return output
+    kept = (input != padding_idx).unsqueeze(-1)
+    return output.where(kept, emit('embedding', weight.detach(), input))
+
+
+def _renormalize_rows(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """torch's embedding_renorm_: each row `input` picks, if its norm exceeds `max_norm`,
+    scaled by max_norm / (norm + 1e-7)."""
+    with no_grad():
+        picked = zeros(weight.shape[0], dtype=torch.bool).index_fill(0, input.flatten(), True)
+        norms = weight.norm(norm_type, dim=1)
+        scale = (max_norm / (norms + 1e-7)).where(picked & (norms > max_norm), 1.0)
+        weight.copy_(weight * scale.unsqueeze(1))
 
 
 __all__ = [

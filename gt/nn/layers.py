@@ -5,8 +5,9 @@ in torch's order, so after the same seed they are torch's bit for bit.
 """
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
+from gt.autograd import no_grad
 from gt.creation import ones, randn, zeros
 from gt.nn import functional as F
 from gt.nn import init
@@ -46,18 +47,62 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """A table of `num_embeddings` rows of size `embedding_dim`, drawn from N(0, 1)."""
+    """A table of `num_embeddings` rows of size `embedding_dim`, drawn from N(0, 1) (the
+    `padding_idx` row zeroed), or `_weight` as given (`from_pretrained`)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int) -> None:
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight: Any = None, _freeze: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(randn(num_embeddings, embedding_dim))
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError('Padding_idx must be within num_embeddings')
+            padding_idx %= num_embeddings
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(randn(num_embeddings, embedding_dim,
+                                          **({} if dtype is None else {'dtype': dtype})))
+            if padding_idx is not None:
+                with no_grad():
+                    self.weight[padding_idx] = 0.0
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise AssertionError('Shape of weight does not match num_embeddings and '
+                                     'embedding_dim')
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True,
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> 'Embedding':
+        if embeddings.dim() != 2:
+            raise AssertionError('Embeddings parameter is expected to be 2-dimensional')
+        rows, columns = embeddings.shape
+        return cls(rows, columns, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
-        return f'{self.num_embeddings}, {self.embedding_dim}'
+        text = f'{self.num_embeddings}, {self.embedding_dim}'
+        if self.padding_idx is not None:
+            text += f', padding_idx={self.padding_idx}'
+        if self.max_norm is not None:
+            text += f', max_norm={self.max_norm}'
+        if self.norm_type != 2:
+            text += f', norm_type={self.norm_type}'
+        if self.scale_grad_by_freq:
+            text += f', scale_grad_by_freq={self.scale_grad_by_freq}'
+        if self.sparse:
+            text += ', sparse=True'
+        return text
 
 
 class LayerNorm(Module):

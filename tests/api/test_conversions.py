@@ -30,6 +30,17 @@ def test_to_and_type(target):
     assert_same(got.type(target), want.type(target))
 
 
+@pytest.mark.parametrize('name', ['torch.DoubleTensor', 'torch.cuda.LongTensor',
+                                  'torch.BoolTensor', 'torch.HalfTensor'])
+def test_type_by_legacy_name_and_without_arguments(name):
+    got, want = pair(array((2, 3)))
+    assert got.type() == want.type() == 'torch.FloatTensor'
+    target = name.replace('cuda.', '')  # torch would move it to a GPU; GT places it itself
+    assert_same(got.type(name), want.type(target))
+    with pytest.raises(ValueError, match='invalid type'):
+        got.type('torch.NoSuchTensor')
+
+
 def test_to_without_a_dtype_and_copies():
     got, want = pair(array((2, 3)))
     assert got.to('cpu') is got and got.cpu() is got and got.contiguous() is got

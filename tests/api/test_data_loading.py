@@ -24,6 +24,17 @@ def test_batches_match_torch_s(shuffle, drop_last):
         assert torch.equal(x.data, tx) and torch.equal(y.data, ty)
 
 
+def test_gt_manual_seed_makes_the_shuffle_torch_s():
+    """gt.manual_seed seeds torch's generator in this process too, which the loader's
+    sampler draws from (a GT random op, drawn on a worker, does not advance it)."""
+    orders = []
+    for lib in (gt, torch):
+        lib.manual_seed(3)
+        loader = DataLoader(TensorDataset(lib.arange(10)), batch_size=5, shuffle=True)
+        orders.append([batch.tolist() for (batch,) in loader])
+    assert orders[0] == orders[1]
+
+
 def test_a_training_loop_over_a_loader_learns():
     torch.manual_seed(0)
     features = torch.randn(64, 4)

@@ -36,7 +36,6 @@ KNOWN_FAILURES = {
     'tensor_split': 'indices as a tensor: torch wants it on the host, meta has no values',
     'softmax.with_dtype': 'GT softmax takes no dtype=',
     'log_softmax.with_dtype': 'GT log_softmax takes no dtype=',
-    'nn.functional.embedding': 'GT embedding takes no padding_idx=',
     'std.unbiased': 'GT std takes no positional unbiased',
     'var.unbiased': 'GT var takes no positional unbiased',
     'resize_': 'refused: resizes storage',

@@ -131,6 +131,18 @@ def test_dropout_in_training_zeroes_and_scales():
     assert not torch.equal(second != 0, kept)  # a new mask per call
 
 
+@pytest.mark.parametrize('view', [lambda x: x, lambda x: x.t(), lambda x: x[:, 1:]],
+                         ids=['contiguous', 'transposed', 'sliced'])
+def test_dropout_draws_torch_s_mask_after_the_same_seed(view):
+    """torch draws the mask in the input's memory order: a transposed input's too."""
+    masks = []
+    for lib in (gt, torch):
+        lib.manual_seed(4)
+        x = lib.randn(6, 5)
+        masks.append(lib.nn.functional.dropout(view(x), 0.5).tolist())
+    assert masks[0] == masks[1]
+
+
 def test_dropout_in_eval_and_edge_probabilities():
     x = gt.tensor(randn(4, 5))
     layer = nn.Dropout(0.5).eval()

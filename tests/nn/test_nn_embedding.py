@@ -1,0 +1,50 @@
+"""nn.Embedding and F.embedding against torch: padding_idx (its row zeroed at the start and
+given no gradient), max_norm (rows rescaled as they are looked up), from_pretrained, and
+seeded draws equal to torch's."""
+
+import pytest
+import torch
+
+import gt
+import gt.nn as nn
+
+
+def run(lib, **options):
+    lib.manual_seed(0)
+    layer = lib.nn.Embedding(6, 3, **options)
+    indices = lib.tensor([[1, 2, 1], [0, 5, 3]])
+    output = layer(indices)
+    (output * output).sum().backward()
+    return layer, output
+
+
+@pytest.mark.parametrize('options', [{}, {'padding_idx': 1}, {'padding_idx': -1},
+                                     {'max_norm': 1.0}, {'max_norm': 0.5, 'norm_type': 1.0},
+                                     {'padding_idx': 2, 'max_norm': 1.0}],
+                         ids=['plain', 'padding', 'negative-padding', 'max-norm',
+                              'max-norm-l1', 'both'])
+def test_matches_torch(options):
+    mine, mine_out = run(gt, **options)
+    theirs, theirs_out = run(torch, **options)
+    assert repr(mine) == repr(theirs)
+    for got, want in ((mine_out, theirs_out), (mine.weight, theirs.weight),
+                      (mine.weight.grad, theirs.weight.grad)):
+        torch.testing.assert_close(got.data, want.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_from_pretrained_freezes_unless_told():
+    table = torch.arange(12.).reshape(4, 3)
+    frozen = nn.Embedding.from_pretrained(gt.tensor(table))
+    assert not frozen.weight.requires_grad and repr(frozen) == 'Embedding(4, 3)'
+    trained = nn.Embedding.from_pretrained(gt.tensor(table), freeze=False, padding_idx=0)
+    trained(gt.tensor([0, 2])).sum().backward()
+    assert trained.weight.grad.tolist() == [[0.0] * 3, [0.0] * 3, [1.0] * 3, [0.0] * 3]
+    assert torch.equal(trained.weight.data, table)
+
+
+def test_bad_arguments_raise_as_torch():
+    for lib in (nn, torch.nn):
+        with pytest.raises(AssertionError, match='Padding_idx must be within'):
+            lib.Embedding(3, 2, padding_idx=3)
+        with pytest.raises(AssertionError, match='2-dimensional'):
+            lib.Embedding.from_pretrained((gt if lib is nn else torch).ones(3))
