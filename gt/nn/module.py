@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from gt.autograd import no_grad
+from gt.nn import module_hooks
 from gt.nn.parameter import Parameter
 from gt.runtime import client as connection
 from gt.tensor import Tensor
@@ -26,6 +27,11 @@ class Module:
     `super().__init__()`) and define `forward`."""
 
     training: bool
+    # Hooks (gt/nn/module_hooks.py), made on first registration: a module without them
+    # pays one check per call.
+    _forward_pre_hooks: list | None = None
+    _forward_hooks: list | None = None
+    _backward_hooks: list | None = None
 
     def __init__(self) -> None:
         object.__setattr__(self, '_parameters', OrderedDict())
@@ -37,7 +43,33 @@ class Module:
         raise NotImplementedError(f'{type(self).__name__} does not define forward()')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
+            return module_hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> Any:
+        """`hook(module, args)` before forward (with_kwargs: `hook(module, args, kwargs)`);
+        what it returns, if not None, replaces the arguments."""
+        return module_hooks.add_hook(self, '_forward_pre_hooks', (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook: Any, *, prepend: bool = False,
+                              with_kwargs: bool = False, always_call: bool = False) -> Any:
+        """`hook(module, args, output)` after forward; a result not None replaces output."""
+        return module_hooks.add_hook(self, '_forward_hooks', (hook, with_kwargs), prepend)
+
+    def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> Any:
+        """`hook(module, grad_input, grad_output)` once the input's gradient is known; a
+        result not None replaces grad_input."""
+        return module_hooks.add_hook(self, '_backward_hooks', hook, prepend)
+
+    def get_submodule(self, target: str) -> 'Module':
+        module = self
+        for name in target.split('.') if target else ():
+            if name not in module._modules:
+                raise AttributeError(f'{type(module).__name__} has no attribute `{name}`')
+            module = module._modules[name]
+        return module
 
     # ---- registration --------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:

@@ -1,0 +1,94 @@
+"""Module hooks as torch.nn has them: forward pre-hooks, forward hooks and full backward
+hooks, for feature extraction, activation statistics and gradient inspection.
+
+A module without hooks pays one check per call (Module.__call__). Backward hooks are
+built on tensor hooks: each output's gradient is caught as it arrives, and the input's
+gradient on a stand-in (`input * 1`, exact) whose hook sees the module's whole
+contribution. That covers a module called with at most one tensor that requires grad,
+which is what layers are; more raise, naming the limit.
+"""
+
+from typing import Any, Callable
+
+from gt.autograd import RemovableHandle
+from gt.tensor import Tensor
+
+
+def add_hook(module: Any, registry: str, entry: tuple, prepend: bool) -> RemovableHandle:
+    hooks = module.__dict__.get(registry)
+    if hooks is None:
+        hooks = []
+        object.__setattr__(module, registry, hooks)
+    hooks.insert(0, entry) if prepend else hooks.append(entry)
+    return RemovableHandle(hooks, entry)
+
+
+def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
+    for hook, with_kwargs in module._forward_pre_hooks or ():
+        if with_kwargs:
+            result = hook(module, args, kwargs)
+            if result is not None:
+                args, kwargs = result
+        else:
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+    watch = _BackwardWatch(module, args) if module._backward_hooks else None
+    if watch is not None:
+        args = watch.inputs
+    output = module.forward(*args, **kwargs)
+    for hook, with_kwargs in module._forward_hooks or ():
+        result = hook(module, args, kwargs, output) if with_kwargs else \
+            hook(module, args, output)
+        if result is not None:
+            output = result
+    if watch is not None:
+        watch.watch_outputs(output)
+    return output
+
+
+class _BackwardWatch:
+    """One call's gradients, gathered for the module's full backward hooks."""
+
+    def __init__(self, module: Any, args: tuple):
+        self.module = module
+        wanting = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if len(wanting) > 1:
+            raise NotImplementedError(
+                f'{type(module).__name__}: GT calls full backward hooks for a module called '
+                f'with at most one tensor that requires grad; this call has {len(wanting)}')
+        self.tensor_inputs = sum(isinstance(a, Tensor) for a in args)
+        self.inputs = tuple(a * 1 if i in wanting else a for i, a in enumerate(args))
+        self.wanting = bool(wanting)
+        if wanting:
+            self.inputs[wanting[0]].register_hook(self._input_arrived)
+        self.grad_outputs: list = []
+        self.waiting = 0
+
+    def watch_outputs(self, output: Any) -> None:
+        outputs = output if isinstance(output, (tuple, list)) else (output,)
+        self.grad_outputs = [None] * len(outputs)
+        for index, tensor in enumerate(outputs):
+            if isinstance(tensor, Tensor) and tensor.requires_grad:
+                self.waiting += 1
+                tensor.register_hook(self._output_arrived(index))
+
+    def _output_arrived(self, index: int) -> Callable:
+        def caught(grad: Tensor) -> None:
+            self.grad_outputs[index] = grad
+            self.waiting -= 1
+            if self.waiting == 0 and not self.wanting:  # no input gradient will come
+                self._call((None,) * self.tensor_inputs)
+        return caught
+
+    def _input_arrived(self, grad: Tensor) -> Tensor | None:
+        replaced = self._call((grad,))
+        return None if replaced is None else replaced[0]
+
+    def _call(self, grad_input: tuple) -> tuple | None:
+        result = None
+        for hook in self.module._backward_hooks:
+            replaced = hook(self.module, grad_input, tuple(self.grad_outputs))
+            if replaced is not None:
+                grad_input = result = tuple(replaced)
+        return result

@@ -1,0 +1,51 @@
+"""Module hooks against torch: forward pre-hooks and forward hooks that read or replace
+arguments and outputs, full backward hooks that read or replace the input's gradient,
+removal through handles, and get_submodule."""
+
+import pytest
+import torch
+
+import gt
+
+
+def run(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.ReLU(), lib.nn.Linear(3, 2))
+    seen, grads, order = {}, [], []
+    handle = model[0].register_forward_hook(lambda m, a, o: seen.__setitem__('act', o.tolist()))
+    model[2].register_forward_pre_hook(lambda m, a: (a[0] * 2,))
+    model[2].register_forward_pre_hook(lambda m, a: order.append('first'), prepend=True)
+    model[2].register_forward_hook(lambda m, a, kw, o: o + 1, with_kwargs=True)
+    model[2].register_full_backward_hook(
+        lambda m, gi, go: grads.append((gi[0].tolist(), go[0].tolist())) or (gi[0] * 3,))
+    model[0].register_full_backward_hook(
+        lambda m, gi, go: grads.append((gi, go[0].tolist())))  # its input needs no grad
+    x = lib.randn(2, 4)
+    out = model(x)
+    out.sum().backward()
+    handle.remove()
+    again = model(x)
+    return out.tolist(), again.tolist(), seen['act'], grads, model[0].weight.grad.tolist(), order
+
+
+@pytest.mark.filterwarnings('ignore:Full backward hook is firing')
+def test_hooks_see_and_replace_what_torch_s_do():
+    assert run(gt) == run(torch)  # the same weights and ops: the same bits
+
+
+def test_backward_hooks_name_their_limit():
+    class Pair(gt.nn.Module):
+        def forward(self, a, b):
+            return a * b
+
+    module = Pair()
+    module.register_full_backward_hook(lambda m, gi, go: None)
+    with pytest.raises(NotImplementedError, match='at most one tensor that requires grad'):
+        module(gt.ones(2, requires_grad=True), gt.ones(2, requires_grad=True))
+
+
+def test_get_submodule_walks_dotted_names_as_torch():
+    model = gt.nn.Sequential(gt.nn.Sequential(gt.nn.Linear(2, 2)))
+    assert model.get_submodule('0.0') is model[0][0] and model.get_submodule('') is model
+    with pytest.raises(AttributeError, match='has no attribute `9`'):
+        model.get_submodule('0.9')
