@@ -9,8 +9,15 @@ from importlib import metadata as _metadata
 
 import torch as _torch
 
-from gt import config, cuda, debug, fft, linalg, nn, optim, signal, special
-from gt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gt import amp, backends, config, cuda, debug, fft, linalg, nn, optim, signal, special
+from gt.amp import autocast
+from gt.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
     arange,
@@ -83,6 +90,15 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def set_num_threads(threads: int) -> None:
+    """Accepted, and changes nothing: the client computes nothing itself, and each worker
+    runs with GT_WORKER_THREADS threads (or torch's default)."""
+
+
+def get_num_threads() -> int:
+    return _torch.get_num_threads()
+
+
 def sync() -> None:
     """Send pending work now (without waiting for it to finish)."""
     _current().flush()
@@ -97,7 +113,8 @@ __all__ = [
     'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
-    'SignalConfig', 'ShardConfig', 'cuda',
+    'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',
+    'set_num_threads', 'get_num_threads',
 ]
 
 _torch_function = _namespace('torch', globals())
@@ -115,7 +132,7 @@ _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'fi
                          'Generator', 'get_default_dtype', 'promote_types',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
-                         'set_printoptions'})  # printing fetches into torch tensors
+                         'set_printoptions', 'utils'})  # printing fetches into torch tensors
 
 _register_collate()
 if _os.environ.get('GT_CONFIG'):

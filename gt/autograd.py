@@ -73,6 +73,28 @@ class no_grad:
         return wrapper
 
 
+class inference_mode(no_grad):
+    """torch's inference_mode is no_grad plus tensors that can never join autograd; GT
+    keeps no such tensors apart, so it is no_grad (`inference_mode(False)`: no change)."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self.previous = grad_mode.enabled
+        if self.mode:
+            grad_mode.enabled = False
+
+    def __call__(self, function: Callable) -> Callable:
+        mode = self.mode
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(mode):
+                return function(*args, **kwargs)
+        return wrapper
+
+
 class enable_grad(no_grad):
     def __enter__(self) -> None:
         self.previous, grad_mode.enabled = grad_mode.enabled, True

@@ -7,7 +7,10 @@ and `device_count()` is 0, and the usual line
 that GT accepts and ignores. GT has one random generator per session, seeded by
 `gt.manual_seed` (which, like `torch.manual_seed`, seeds every device): `manual_seed`
 and `manual_seed_all` here seed only CUDA generators in torch, and a client has none.
+`gt.cuda.amp` is gt.amp (its autocast and GradScaler behave as torch's do without CUDA).
 """
+
+from gt import amp as amp  # torch.cuda.amp's spelling
 
 
 def is_available() -> bool:
