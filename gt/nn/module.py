@@ -310,19 +310,21 @@ class Module:
         own = OrderedDict(self._state_entries())
         missing = [name for name in own if name not in state_dict]
         unexpected = [name for name in state_dict if name not in own]
-        problems = []
-        if strict and unexpected:
-            problems.append('unexpected key(s) in state_dict: ' + ', '.join(map(repr, unexpected)))
+        problems = []  # torch's messages, in torch's order
         if strict and missing:
-            problems.append('missing key(s) in state_dict: ' + ', '.join(map(repr, missing)))
+            problems.append('Missing key(s) in state_dict: '
+                            + ', '.join(f'"{name}"' for name in missing) + '. ')
+        if strict and unexpected:
+            problems.append('Unexpected key(s) in state_dict: '
+                            + ', '.join(f'"{name}"' for name in unexpected) + '. ')
         for name, value in state_dict.items():
             if name in own and tuple(np.shape(value)) != tuple(own[name].shape):
-                problems.append(f'size mismatch for {name!r}: copying a value of shape '
-                                f'{list(np.shape(value))} from the state_dict, the shape in '
-                                f'the current model is {list(own[name].shape)}')
+                problems.append(f'size mismatch for {name}: copying a param with shape '
+                                f'{torch.Size(np.shape(value))} from checkpoint, the shape in '
+                                f'current model is {own[name].shape}.')
         if problems:
-            raise RuntimeError(f'error(s) in loading state_dict for {type(self).__name__}:\n  '
-                               + '\n  '.join(problems))
+            raise RuntimeError(f'Error(s) in loading state_dict for {type(self).__name__}:\n\t'
+                               + '\n\t'.join(problems))
         with no_grad():
             for name, target in own.items():
                 if name not in state_dict:
