@@ -1,6 +1,6 @@
 """Neural networks on GT tensors with torch.nn's API: `Module`, containers, layers
-(linear, convolution, pooling, normalization, activations, attention and transformers,
-recurrent), losses, `init` and `utils`
+(linear, convolution, pooling, normalization, padding, upsampling, dropout, activations,
+attention and transformers, recurrent), losses, `init` and `utils`
 (gradient clipping), so a PyTorch training script ports by changing its imports.
 The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them.
 
@@ -9,7 +9,29 @@ The optimizers live in `gt.optim`; `gt.nn.SGD` and `gt.nn.optim` still name them
 """
 
 from gt.nn import functional, init, optim, utils
-from gt.nn.activations import ELU, Hardtanh, LeakyReLU, Mish, ReLU6, SiLU, Softplus
+from gt.nn.activations import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmax2d,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from gt.nn.attention import MultiheadAttention
 from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from gt.nn.containers import (
@@ -19,7 +41,9 @@ from gt.nn.containers import (
     ParameterList,
     Sequential,
 )
-from gt.nn.conv import Conv1d, Conv2d
+from gt.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from gt.nn.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
+from gt.nn.fold import Fold, Unflatten, Unfold
 from gt.nn.functional import relu, sigmoid, tanh
 from gt.nn.layers import (
     GELU,
@@ -41,6 +65,20 @@ from gt.nn.layers import (
     Softmax,
     Tanh,
 )
+from gt.nn.loss_modules import (
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
 from gt.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -50,15 +88,46 @@ from gt.nn.losses import (
     nll_loss,
 )
 from gt.nn.module import Module
+from gt.nn.normalization import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
+)
 from gt.nn.optim import SGD, Adam, AdamW, Optimizer
+from gt.nn.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from gt.nn.parameter import Parameter
 from gt.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from gt.nn.recurrent import GRU, LSTM, RNN, RNNBase
 from gt.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
@@ -68,6 +137,13 @@ from gt.nn.transformer import (
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
+)
+from gt.nn.upsampling import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
 )
 
 __all__ = [
@@ -84,6 +160,20 @@ __all__ = [
     'RNNBase', 'RNN', 'LSTM', 'GRU', 'RNNCellBase', 'RNNCell', 'LSTMCell', 'GRUCell',
     'MultiheadAttention', 'TransformerEncoderLayer', 'TransformerEncoder',
     'TransformerDecoderLayer', 'TransformerDecoder', 'Transformer',
+    'GroupNorm', 'InstanceNorm1d', 'InstanceNorm2d', 'InstanceNorm3d', 'RMSNorm',
+    'LocalResponseNorm', 'Conv3d', 'ConvTranspose1d', 'ConvTranspose2d', 'ConvTranspose3d',
+    'MaxPool3d', 'AvgPool3d', 'AdaptiveAvgPool3d', 'AdaptiveMaxPool1d', 'AdaptiveMaxPool2d',
+    'AdaptiveMaxPool3d', 'Upsample', 'UpsamplingNearest2d', 'UpsamplingBilinear2d',
+    'PixelShuffle', 'PixelUnshuffle', 'ZeroPad1d', 'ZeroPad2d', 'ZeroPad3d', 'ConstantPad1d',
+    'ConstantPad2d', 'ConstantPad3d', 'ReflectionPad1d', 'ReflectionPad2d', 'ReflectionPad3d',
+    'ReplicationPad1d', 'ReplicationPad2d', 'ReplicationPad3d', 'CircularPad1d',
+    'CircularPad2d', 'CircularPad3d', 'Unflatten', 'Fold', 'Unfold', 'Dropout1d', 'Dropout2d',
+    'Dropout3d', 'AlphaDropout', 'FeatureAlphaDropout', 'PReLU', 'Hardswish', 'Hardsigmoid',
+    'LogSigmoid', 'Softsign', 'Tanhshrink', 'Softmin', 'Softmax2d', 'GLU', 'CELU', 'SELU',
+    'Threshold', 'Hardshrink', 'Softshrink', 'SmoothL1Loss', 'HuberLoss', 'KLDivLoss',
+    'CosineEmbeddingLoss', 'MarginRankingLoss', 'TripletMarginLoss', 'HingeEmbeddingLoss',
+    'SoftMarginLoss', 'MultiLabelSoftMarginLoss', 'MultiMarginLoss', 'PoissonNLLLoss',
+    'GaussianNLLLoss',
 ]
 
 # The seeds' names (gt.nn.cross_entropy_loss, gt.nn.relu, ...) beside torch's.

@@ -1,12 +1,17 @@
 """Activation modules beyond the basic ones in layers.py, with torch.nn's arguments and
 repr. Each calls its torch.nn.functional form by name (gt/fallback.py), passing `inplace`
-through: the functional layer decides what an in-place call does to the input.
+through: the functional layer decides what an in-place call does to the input. `Softmin`
+and `Softmax2d` are GT's softmax row; `PReLU` holds its slopes as a parameter.
 """
 
 import warnings
+from typing import Any
 
+from gt.creation import zeros
 from gt.nn import functional as F
+from gt.nn import init
 from gt.nn.module import Module
+from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
 
 
@@ -112,3 +117,164 @@ class Softplus(Module):
 
     def extra_repr(self) -> str:
         return f'beta={self.beta}, threshold={self.threshold}'
+
+
+class Threshold(Module):
+    """`value` where the input is at most `threshold`, the input elsewhere."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f'threshold={self.threshold}, value={self.value}{_inplace_suffix(self.inplace)}'
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return f'alpha={self.alpha}{_inplace_suffix(self.inplace)}'
+
+
+class _InplaceActivation(Module):
+    """An activation whose one argument is `inplace`; torch shows it only when set, except
+    for Hardswish and Hardsigmoid, which show nothing."""
+
+    show_inplace = True
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return 'inplace=True' if self.inplace and self.show_inplace else ''
+
+
+class SELU(_InplaceActivation):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input, inplace=self.inplace)
+
+
+class Hardswish(_InplaceActivation):
+    show_inplace = False
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input, inplace=self.inplace)
+
+
+class Hardsigmoid(_InplaceActivation):
+    show_inplace = False
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input, inplace=self.inplace)
+
+
+class LogSigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
+
+
+class _Shrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return f'{self.lambd}'
+
+
+class Hardshrink(_Shrink):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardshrink(input, self.lambd)
+
+
+class Softshrink(_Shrink):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softshrink(input, self.lambd)
+
+
+class GLU(Module):
+    """The first half of `dim` gated by the sigmoid of the second."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f'dim={self.dim}'
+
+
+class Softmin(Module):
+    """softmax(-input): torch's own definition, on GT's softmax row. `dim=None` picks
+    torch's deprecated implicit dim, with its warning."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        dim = self.dim
+        if dim is None:
+            warnings.warn('Implicit dimension choice for softmin has been deprecated. Change '
+                          'the call to include dim=X as an argument.', stacklevel=2)
+            dim = 0 if input.ndim in (0, 1, 3) else 1
+        return (-input).softmax(dim)
+
+    def extra_repr(self) -> str:
+        return f'dim={self.dim}'
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f'Softmax2d: expected input to be 3D or 4D, got {input.ndim}D '
+                             'instead')
+        return input.softmax(-3)
+
+
+class PReLU(Module):
+    """LeakyReLU with learned slopes: one (`num_parameters=1`) or one per channel, set
+    to `init` (a constant, so no draw)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(zeros(num_parameters, **({} if dtype is None
+                                                         else {'dtype': dtype})))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f'num_parameters={self.num_parameters}'

@@ -13,6 +13,7 @@ import torch
 
 from gt.autograd import no_grad
 from gt.creation import ones, tensor, zeros
+from gt.nn import init
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
@@ -61,11 +62,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return output if output.dtype == input.dtype else output.to(input.dtype)
 
 
-class _BatchNorm(Module):
-    """torch's _BatchNorm: parameters `weight` (ones) and `bias` (zeros), buffers
-    `running_mean`, `running_var` and `num_batches_tracked`, under torch's names."""
-
-    dims: tuple[int, ...] = ()
+class _NormBase(Module):
+    """torch's _NormBase, of batch and instance norm: parameters `weight` (ones) and `bias`
+    (zeros), buffers `running_mean`, `running_var` and `num_batches_tracked`, under
+    torch's names."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
@@ -92,6 +92,25 @@ class _BatchNorm(Module):
             self.running_var.fill_(1.0)
             self.num_batches_tracked.zero_()
 
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def extra_repr(self) -> str:
+        return (f'{self.num_features}, eps={self.eps}, momentum={self.momentum}, '
+                f'affine={self.affine}, bias={self.bias is not None}, '
+                f'track_running_stats={self.track_running_stats}')
+
+
+class _BatchNorm(_NormBase):
+    """Normalizes by the batch's statistics in training (moving the running ones toward
+    them), by the running ones in evaluation."""
+
+    dims: tuple[int, ...] = ()
+
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self.dims:
             raise ValueError(f'expected {" or ".join(f"{d}D" for d in self.dims)} input '
@@ -107,11 +126,6 @@ class _BatchNorm(Module):
         return batch_norm(input, self.running_mean if keep else None,
                           self.running_var if keep else None, self.weight, self.bias,
                           use_batch, momentum, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f'{self.num_features}, eps={self.eps}, momentum={self.momentum}, '
-                f'affine={self.affine}, bias={self.bias is not None}, '
-                f'track_running_stats={self.track_running_stats}')
 
 
 class BatchNorm1d(_BatchNorm):

@@ -1,11 +1,14 @@
-"""`Conv1d` and `Conv2d` with torch.nn's arguments, parameters, initialization and repr.
-The convolution itself is torch's, run by name on the worker (`F.conv1d`, `F.conv2d`
-through gt/fallback.py), so values and gradients are torch's kernels'. Initialization is
-torch's `reset_parameters` through gt.nn.init: same seed, same weights as torch.
+"""`Conv1d/2d/3d` and `ConvTranspose1d/2d/3d` with torch.nn's arguments, parameters,
+initialization and repr. The convolution itself is torch's, run by name on the worker
+(`F.conv2d`, `F.conv_transpose2d`, ... through gt/fallback.py), so values and gradients
+are torch's kernels'. Initialization is torch's `reset_parameters` through gt.nn.init:
+same seed, same weights as torch.
 """
 
 import math
-from typing import Any
+from typing import Any, Sequence
+
+import torch
 
 from gt.creation import zeros
 from gt.nn import functional as F
@@ -24,8 +27,9 @@ def _tuple(value: Any, n: int) -> tuple:
 
 
 class _ConvNd(Module):
-    """What Conv1d and Conv2d share: torch's argument checks, the weight
-    (out_channels, in_channels // groups, *kernel_size) and bias, and the repr."""
+    """What the convolutions share: torch's argument checks, the weight
+    (out_channels, in_channels // groups, *kernel_size), transposed (in_channels,
+    out_channels // groups, *kernel_size), the bias, and the repr."""
 
     dimensions = 0
 
@@ -33,6 +37,12 @@ class _ConvNd(Module):
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = 'zeros', device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        self._build(in_channels, out_channels, kernel_size, stride, padding, dilation, False,
+                    0, groups, bias, padding_mode, dtype)
+
+    def _build(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any,
+               padding: Any, dilation: Any, transposed: bool, output_padding: Any,
+               groups: int, bias: bool, padding_mode: str, dtype: Any) -> None:
         n = self.dimensions
         stride = _tuple(stride, n)
         if groups <= 0:
@@ -50,7 +60,7 @@ class _ConvNd(Module):
         if padding_mode not in PADDING_MODES:
             raise ValueError(f'padding_mode must be one of {set(PADDING_MODES)}, but got '
                              f"padding_mode='{padding_mode}'")
-        if padding_mode != 'zeros':
+        if padding_mode != 'zeros':  # only a convolution gets here (see _ConvTransposeNd)
             raise NotImplementedError(f"GT's {type(self).__name__} supports padding_mode="
                                       f"'zeros' only, got {padding_mode!r}; pad the input "
                                       "with F.pad(input, ..., mode=...) instead")
@@ -59,10 +69,11 @@ class _ConvNd(Module):
         self.stride = stride
         self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
         self.dilation = _tuple(dilation, n)
-        self.transposed, self.output_padding = False, (0,) * n
+        self.transposed, self.output_padding = transposed, _tuple(output_padding, n)
         self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(zeros(out_channels, in_channels // groups, *self.kernel_size,
-                                      dtype=dtype))
+        shape = (in_channels, out_channels // groups) if transposed \
+            else (out_channels, in_channels // groups)
+        self.weight = Parameter(zeros(*shape, *self.kernel_size, dtype=dtype))
         if bias:
             self.bias = Parameter(zeros(out_channels, dtype=dtype))
         else:
@@ -85,6 +96,8 @@ class _ConvNd(Module):
             text += f', padding={self.padding}'
         if self.dilation != (1,) * len(self.dilation):
             text += f', dilation={self.dilation}'
+        if self.output_padding != (0,) * len(self.output_padding):
+            text += f', output_padding={self.output_padding}'
         if self.groups != 1:
             text += f', groups={self.groups}'
         if self.bias is None:
@@ -110,3 +123,77 @@ class Conv2d(_ConvNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """Over (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    dimensions = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """torch's argument order (output_padding after padding, dilation after bias); only
+    zero padding, as in torch. `forward(input, output_size)` picks the output padding
+    that gives that size."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = 'zeros', device: Any = None,
+                 dtype: Any = None) -> None:
+        if padding_mode != 'zeros':
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f'{type(self).__name__}')
+        Module.__init__(self)
+        n = self.dimensions
+        self._build(in_channels, out_channels, kernel_size, stride, _tuple(padding, n),
+                    dilation, True, output_padding, groups, bias, padding_mode, dtype)
+
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        convolve = getattr(F, f'conv_transpose{self.dimensions}d')
+        return convolve(input, self.weight, self.bias, self.stride, self.padding,
+                        self._output_padding(input, output_size), self.groups, self.dilation)
+
+    def _output_padding(self, input: Tensor, output_size: Sequence[int] | None) -> tuple:
+        """torch's: the padding that makes the output `output_size` (spatial dims, or
+        with the leading batch and channel dims), checked against the sizes reachable."""
+        if output_size is None:
+            return self.output_padding
+        n = self.dimensions
+        leading = 2 if input.ndim == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == leading + n:
+            output_size = output_size[leading:]
+        if len(output_size) != n:
+            raise ValueError(f'ConvTranspose{n}D: for {input.ndim}D input, output_size must '
+                             f'have {n} or {leading + n} elements (got {len(output_size)})')
+        smallest = [(input.shape[leading + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        largest = [size + self.stride[d] - 1 for d, size in enumerate(smallest)]
+        for size, low, high in zip(output_size, smallest, largest):
+            if size < low or size > high:
+                raise ValueError(f'requested an output size of {output_size}, but valid sizes '
+                                 f'range from {smallest} to {largest} (for an input of '
+                                 f'{torch.Size(input.shape[leading:])})')
+        return tuple(size - low for size, low in zip(output_size, smallest))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """The gradient of Conv1d with respect to its input, over (N, C, L) or (C, L)."""
+
+    dimensions = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The gradient of Conv2d with respect to its input, over (N, C, H, W) or (C, H, W)."""
+
+    dimensions = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The gradient of Conv3d with respect to its input, over 5-d or 4-d inputs."""
+
+    dimensions = 3

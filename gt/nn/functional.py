@@ -16,6 +16,14 @@ from gt.creation import arange, full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
 from gt.nn.batch_norm import batch_norm
+from gt.nn.dropout import (
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
+from gt.nn.loss_modules import gaussian_nll_loss
 from gt.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -24,6 +32,7 @@ from gt.nn.losses import (
     mse_loss,
     nll_loss,
 )
+from gt.nn.normalization import instance_norm
 from gt.tensor import Tensor, emit
 
 
@@ -211,7 +220,9 @@ __all__ = [
     'relu', 'sigmoid', 'tanh', 'gelu', 'softmax', 'log_softmax', 'linear', 'dropout',
     'layer_norm', 'batch_norm', 'multi_head_attention_forward', 'embedding', 'one_hot', 'pad',
     'scaled_dot_product_attention', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
-    'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
+    'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'dropout1d', 'dropout2d',
+    'dropout3d', 'alpha_dropout', 'feature_alpha_dropout', 'gaussian_nll_loss',
+    'instance_norm',
 ]
 
 __getattr__ = namespace('torch.nn.functional', globals())

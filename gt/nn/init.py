@@ -10,9 +10,11 @@ from typing import Any
 
 import torch
 
+from gt import linalg
 from gt.autograd import no_grad
-from gt.creation import zeros
-from gt.functional import where
+from gt.creation import arange, zeros
+from gt.fallback import call
+from gt.functional import stack, where
 from gt.tensor import Tensor
 
 LINEAR_NAMES = ('linear', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d',
@@ -184,7 +186,75 @@ def _rejection_sample(tensor: Tensor, mean: float, std: float, a: float, b: floa
     tensor.copy_(result)
 
 
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity matrix (ones on the diagonal of a 2-d tensor)."""
+    if tensor.ndim != 2:
+        raise ValueError('Only tensors with 2 dimensions are supported')
+    with no_grad():
+        return tensor.copy_(call('torch.eye', tuple(tensor.shape), {'dtype': tensor.dtype}))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """A convolution weight (out, in, *kernel) that passes its input through: in each
+    group, output channel d takes input channel d at the kernel's center. Made from
+    comparisons with arange, so nothing is sent."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError('Only tensors with 3, 4, or 5 dimensions are supported')
+    if tensor.shape[0] % groups != 0:
+        raise ValueError('dim 0 must be divisible by groups')
+    out_per_group = tensor.shape[0] // groups
+    with no_grad():
+        # (out, in): channel o's index in its group equals input channel i (and so is below
+        # both out_per_group and in_channels, torch's min_dim).
+        passes = (arange(tensor.shape[0]) % out_per_group).unsqueeze(1) == arange(tensor.shape[1])
+        for size in tensor.shape[2:]:
+            passes = passes.unsqueeze(-1) & (arange(size) == size // 2)
+        return tensor.copy_(passes.to(tensor.dtype))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tensor:
+    """A (semi-)orthogonal matrix over dim 0 and the rest flattened: torch's QR of a
+    N(0, 1) draw (on the worker, by name), its columns' signs fixed by R's diagonal, so
+    after the same seed the values are torch's."""
+    _no_generator(generator)
+    if tensor.ndim < 2:
+        raise ValueError('Only tensors with 2 or more dimensions are supported')
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        flattened = zeros(rows, cols, dtype=tensor.dtype).normal_(0, 1)
+        if rows < cols:
+            flattened = flattened.t()
+        q, r = linalg.qr(flattened)
+        q = q * r.diagonal().sign()
+        if rows < cols:
+            q = q.t()
+        return tensor.copy_(q.reshape(*tensor.shape) * gain)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
+            generator: Any = None) -> Tensor:
+    """N(0, std) with a `sparsity` fraction of each column zeroed: the rows a fresh
+    permutation puts first, one permutation per column, drawn in torch's order."""
+    _no_generator(generator)
+    if tensor.ndim != 2:
+        raise ValueError('Only tensors with 2 dimensions are supported')
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std)
+        if cols == 0:
+            return tensor
+        permutations = stack([call('torch.randperm', (rows,), {}) for _ in range(cols)])
+        # A row's place in its column's permutation: zeroed if among the first num_zeros.
+        places = permutations.argsort(dim=1)
+        return tensor.copy_(where(places.t() < num_zeros, 0.0, tensor))
+
+
 __all__ = [
     'calculate_gain', 'uniform_', 'normal_', 'constant_', 'ones_', 'zeros_', 'xavier_uniform_',
-    'xavier_normal_', 'kaiming_uniform_', 'kaiming_normal_', 'trunc_normal_',
+    'xavier_normal_', 'kaiming_uniform_', 'kaiming_normal_', 'trunc_normal_', 'eye_',
+    'dirac_', 'orthogonal_', 'sparse_',
 ]

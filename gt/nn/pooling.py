@@ -1,6 +1,7 @@
-"""Pooling modules with torch.nn's arguments, attributes and repr: max, average and
-adaptive average pooling over 1 and 2 spatial dims. Each is torch's functional form run
-by name on the worker (gt/fallback.py), so values and gradients are torch's kernels'.
+"""Pooling modules with torch.nn's arguments, attributes and repr: max and average pooling
+over 1, 2 and 3 spatial dims, adaptive average and max pooling. Each is torch's
+functional form run by name on the worker (gt/fallback.py), so values and gradients are
+torch's kernels'.
 """
 
 from typing import Any
@@ -41,28 +42,15 @@ class MaxPool2d(_MaxPoolNd):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class MaxPool3d(_MaxPoolNd):
+    def forward(self, input: Tensor) -> Any:
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
 class _AvgPoolNd(Module):
-    def extra_repr(self) -> str:
-        return f'kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}'
+    """AvgPool2d's and AvgPool3d's arguments, kept as given."""
 
-
-class AvgPool1d(_AvgPoolNd):
-    """torch stores its 1-d sizes as 1-tuples (and shows them so), unlike AvgPool2d's."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
-        super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
-
-
-class AvgPool2d(_AvgPoolNd):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: int | None = None) -> None:
@@ -73,8 +61,33 @@ class AvgPool2d(_AvgPoolNd):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
         self.divisor_override = divisor_override
 
+    def extra_repr(self) -> str:
+        return f'kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}'
+
+
+class AvgPool1d(_AvgPoolNd):
+    """torch stores its 1-d sizes as 1-tuples (and shows them so), unlike AvgPool2d's."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
+        super().__init__(_single(kernel_size),
+                         _single(stride if stride is not None else kernel_size),
+                         _single(padding), ceil_mode, count_include_pad)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AvgPool3d(_AvgPoolNd):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
@@ -97,6 +110,35 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(_AdaptiveAvgPoolNd):
+    """Max pooling to a fixed `output_size`; with `return_indices`, also where each
+    maximum came from."""
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 def _single(value: Any) -> tuple:

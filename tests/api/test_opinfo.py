@@ -25,7 +25,7 @@ KNOWN_FAILURES = {
                      'fft.ifft2', 'fft.ifftn', 'fft.ihfft', 'fft.ihfft2', 'fft.ihfftn'],
                     COMPLEX),
     'hash_tensor': 'uint64 result',
-    **dict.fromkeys(['corrcoef', 'cov', 'nn.functional.gaussian_nll_loss'], DATA_CHECK),
+    **dict.fromkeys(['corrcoef', 'cov'], DATA_CHECK),
     **dict.fromkeys(['nn.functional.ctc_loss', 'linalg.lstsq', 'linalg.lstsq.grad_oriented'],
                     NO_META),
     'nn.functional.linear_cross_entropy.chunked': 'options object argument',
@@ -40,9 +40,8 @@ KNOWN_FAILURES = {
     'var.unbiased': 'GT var takes no positional unbiased',
     'resize_': 'refused: resizes storage',
     'to_sparse': 'refused: sparse layout',
-    **dict.fromkeys(['native_batch_norm', 'nn.functional.instance_norm'],
-                    'refused with running statistics: they would be updated in place on the '
-                    'worker (gt.nn.functional.batch_norm is GT\'s own form)'),
+    'native_batch_norm': 'refused with running statistics: they would be updated in place '
+                         'on the worker (gt.nn.functional.batch_norm is GT\'s own form)',
     'zero_': 'GT zero_ drops requires_grad (torch keeps it, with a zero gradient)',
 }
 

@@ -149,7 +149,7 @@ def test_factories_and_random_draws():
 
 @pytest.mark.parametrize('call, error, message', [
     (lambda x: gt.from_file('x'), AttributeError, 'gt.from_file: GT does not run torch.from_file'),
-    (lambda x: gt.set_num_threads(1), AttributeError, 'process-wide settings'),
+    (lambda x: gt.set_default_dtype(gt.float64), AttributeError, 'process-wide settings'),
     (lambda x: gt.no_such_function(x), AttributeError, 'no_such_function'),
     (lambda x: x.no_such_method(), AttributeError, 'no_such_method'),
     (lambda x: x.storage(), AttributeError, 'storage'),
