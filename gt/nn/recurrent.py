@@ -3,19 +3,21 @@ bidirectional, with torch's arguments, parameter names and order (so state dicts
 ways), initialization (same seed, same weights), checks and output shapes. The sequence
 is unrolled in Python over the steps of gt/nn/recurrent_cells.py: GT records lazily, so a
 whole sequence is one fragment and its gradients come from the ops' own rules.
-Packed sequences (`torch.nn.utils.rnn`) are not supported.
+A packed sequence (gt/nn/utils/rnn.py) runs padded, each sequence's state kept past its
+end (`where` on a mask), and its output is packed again.
 """
 
 import numbers
 import warnings
 from typing import Any
 
-from gt.creation import zeros
-from gt.functional import cat, stack
+from gt.creation import tensor, zeros
+from gt.functional import cat, stack, where
 from gt.nn import functional as F
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 from gt.nn.recurrent_cells import GATES, gru_step, lstm_step, reset_uniform, rnn_step
+from gt.nn.utils.rnn import PackedSequence, pack_steps, pad_steps
 from gt.tensor import Tensor
 
 State = Tensor | tuple[Tensor, Tensor]
@@ -114,9 +116,9 @@ class RNNBase(Module):
             states = [None if state is None else state.unsqueeze(1) for state in states]
         return is_batched, input, states
 
-    def _state_sizes(self, input: Tensor) -> tuple[int, int, list[int]]:
-        """(layers * directions, batch, [h size, c size]) for a batched input."""
-        batch = input.size(0) if self.batch_first else input.size(1)
+    def _state_sizes(self, sequence: Tensor) -> tuple[int, int, list[int]]:
+        """(layers * directions, batch, [h size, c size]) for a time-first sequence."""
+        batch = sequence.size(1)
         depth = self.num_layers * (2 if self.bidirectional else 1)
         return depth, batch, [self.proj_size or self.hidden_size, self.hidden_size]
 
@@ -147,12 +149,16 @@ class RNNBase(Module):
         return rnn_step(input_gates, state, weight_hh, bias_hh,
                         'tanh' if self.mode == 'RNN_TANH' else 'relu')
 
-    def _run(self, input: Tensor, initial: list[State]) -> tuple[Tensor, list[State]]:
+    def _run(self, input: Tensor, initial: list[State], batch_sizes: Any = None
+             ) -> tuple[Tensor, list[State]]:
         """Each layer over the whole (time, batch, features) sequence, both directions,
         dropout between layers when training; the output and each (layer, direction)'s
-        last state, in torch's order."""
+        last state, in torch's order. With `batch_sizes` (a packed sequence's, sorted by
+        length) a row's state changes only while its sequence lasts, so the last state is
+        each sequence's own, and the reverse direction starts at each one's end."""
         directions = 2 if self.bidirectional else 1
         length = input.shape[0]
+        masks = _step_masks(batch_sizes, input.shape[1], length)
         finals = []
         for layer in range(self.num_layers):
             outputs = []
@@ -166,7 +172,8 @@ class RNNBase(Module):
                 hiddens: list[Any] = [None] * length
                 steps = range(length) if direction == 0 else reversed(range(length))
                 for t in steps:
-                    state = self._step(projected[t].squeeze(0), state, weights)
+                    new = self._step(projected[t].squeeze(0), state, weights)
+                    state = new if masks[t] is None else _kept(masks[t], new, state)
                     hiddens[t] = state[0] if isinstance(state, tuple) else state
                 outputs.append(stack(hiddens, 0))
                 finals.append(state)
@@ -178,27 +185,47 @@ class RNNBase(Module):
     def _forward(self, input: Tensor, states: list[Tensor | None], name: str
                  ) -> tuple[Tensor, list[Tensor]]:
         """The output and the final states, stacked as torch's h_n (and c_n)."""
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, states)
         is_batched, input, states = self._batched(input, states, name)
-        self._check_forward_args(input, states)
-        depth, batch, sizes = self._state_sizes(input)
-        per_layer = []
-        for index, state in enumerate(states):
-            if state is None:
-                per_layer.append([zeros(batch, sizes[index], dtype=input.dtype)] * depth)
-            else:
-                per_layer.append([state[k] for k in range(depth)])
-        initial = list(zip(*per_layer)) if len(states) == 2 else per_layer[0]
         sequence = input.transpose(0, 1) if self.batch_first else input
-        output, finals = self._run(sequence, initial)
+        output, final_states = self._forward_sequence(sequence, states)
         output = output.transpose(0, 1) if self.batch_first else output
-        if len(states) == 2:
-            final_states = [stack([state[index] for state in finals], 0) for index in (0, 1)]
-        else:
-            final_states = [stack(finals, 0)]
         if not is_batched:
             output = output.squeeze(0 if self.batch_first else 1)
             final_states = [state.squeeze(1) for state in final_states]
         return output, final_states
+
+    def _forward_sequence(self, sequence: Tensor, states: list[Tensor | None],
+                          batch_sizes: Any = None) -> tuple[Tensor, list[Tensor]]:
+        """A time-first batched sequence: its output and the final states."""
+        self._check_forward_args(sequence, states)
+        depth, batch, sizes = self._state_sizes(sequence)
+        per_layer = []
+        for index, state in enumerate(states):
+            if state is None:
+                per_layer.append([zeros(batch, sizes[index], dtype=sequence.dtype)] * depth)
+            else:
+                per_layer.append([state[k] for k in range(depth)])
+        initial = list(zip(*per_layer)) if len(states) == 2 else per_layer[0]
+        output, finals = self._run(sequence, initial, batch_sizes)
+        if len(states) == 2:
+            return output, [stack([state[index] for state in finals], 0) for index in (0, 1)]
+        return output, [stack(finals, 0)]
+
+    def _forward_packed(self, packed: PackedSequence, states: list[Tensor | None]
+                        ) -> tuple[PackedSequence, list[Tensor]]:
+        """torch's packed forward: the states given and returned are in the order of the
+        sequences given (batch_first does not apply)."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if sorted_indices is not None:
+            states = [None if state is None else state.index_select(1, sorted_indices)
+                      for state in states]
+        sequence = pad_steps(data, batch_sizes, len(batch_sizes))
+        output, final_states = self._forward_sequence(sequence, states, batch_sizes)
+        if unsorted_indices is not None:
+            final_states = [state.index_select(1, unsorted_indices) for state in final_states]
+        return packed._replace(data=pack_steps(output, batch_sizes)), final_states
 
 
 class RNN(RNNBase):
@@ -257,6 +284,26 @@ class GRU(RNNBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
         output, (hidden,) = self._forward(input, [hx], 'GRU')
         return output, hidden
+
+
+def _step_masks(batch_sizes: Any, batch: int, length: int) -> list[Tensor | None]:
+    """Per step, which rows of a length-sorted batch still run ((batch, 1) booleans), or
+    None when all do (every step of a padded batch, which has no `batch_sizes`)."""
+    masks: list[Tensor | None] = [None] * length
+    sizes = [] if batch_sizes is None else batch_sizes.tolist()
+    if any(size < batch for size in sizes):
+        running = tensor([[row < size for row in range(batch)] for size in sizes])
+        for step, size in enumerate(sizes):
+            if size < batch:
+                masks[step] = running[step].unsqueeze(1)
+    return masks
+
+
+def _kept(mask: Tensor, new: State, old: State) -> State:
+    """The new state in the rows of `mask`, the old one elsewhere."""
+    if isinstance(new, tuple):
+        return tuple(where(mask, a, b) for a, b in zip(new, old))
+    return where(mask, new, old)
 
 
 def _no_projection(kwargs: dict) -> None:

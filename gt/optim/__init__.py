@@ -7,10 +7,17 @@ script ports by changing its imports:
 """
 
 from gt.optim import lr_scheduler
+from gt.optim.adadelta import Adadelta
 from gt.optim.adagrad import Adagrad
 from gt.optim.adam import Adam, AdamW
+from gt.optim.adamax import Adamax
+from gt.optim.asgd import ASGD
+from gt.optim.lbfgs import LBFGS
+from gt.optim.nadam import NAdam
 from gt.optim.optimizer import Optimizer
+from gt.optim.radam import RAdam
 from gt.optim.rmsprop import RMSprop
 from gt.optim.sgd import SGD
 
-__all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'lr_scheduler']
+__all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'Adadelta', 'Adamax',
+           'ASGD', 'NAdam', 'RAdam', 'LBFGS', 'lr_scheduler']

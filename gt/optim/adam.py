@@ -10,6 +10,7 @@ from gt.optim.optimizer import (
     Optimizer,
     add_product,
     add_scaled,
+    check_betas,
     check_hyperparameters,
     gradients,
     lerp,
@@ -29,10 +30,7 @@ class Adam(Optimizer):
                  decoupled_weight_decay: bool = False) -> None:
         name = type(self).__name__
         check_hyperparameters(name, lr=lr, eps=eps, weight_decay=weight_decay)
-        for index, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f'invalid {name} hyperparameter: betas={tuple(betas)} (beta '
-                                 f'{index} must be in [0, 1))')
+        check_betas(name, betas)
         unsupported(differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,

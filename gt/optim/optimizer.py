@@ -28,6 +28,11 @@ class Optimizer:
     """Base class of optimizers. Subclasses define `_update(group, numbers)`, which records
     one group's updates (under no_grad), or override `step()` as torch optimizers do."""
 
+    # State the update reads as numbers (torch's single-tensor updates `.item()` them):
+    # kept on the client, a step count as a Python number and any other as a 0-d torch
+    # tensor computed as torch computes it, in its dtype; saved as 0-d tensors.
+    number_state: tuple[str, ...] = ('step',)
+
     def __init__(self, params: Iterable, defaults: dict) -> None:
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict] = defaultdict(dict)  # tensors hash by identity
@@ -112,7 +117,7 @@ class Optimizer:
         """torch's layout: {'state': {index: {...}}, 'param_groups': [{..., 'params':
         [indices]}]}, parameters numbered in group order. State tensors are the GT tensors
         themselves (`gt.save` fetches them); a step count is a 0-d float32 tensor, as torch
-        keeps it."""
+        keeps it, and the other numbers of `number_state` are 0-d tensors of their dtype."""
         indices: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -127,8 +132,8 @@ class Optimizer:
                 state[param] = entries
                 continue
             state[indices[id(param)]] = {
-                key: _step_tensor(value) if key == 'step' and not isinstance(value, Tensor)
-                else value for key, value in entries.items()}
+                key: _saved_number(value) if key in self.number_state else value
+                for key, value in entries.items()}
         return {'state': state, 'param_groups': groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -151,15 +156,16 @@ class Optimizer:
         if unknown:
             raise ValueError(f'loaded state dict has state for parameter(s) {unknown}, which '
                              f'no parameter group lists (groups list {sorted(by_index)})')
-        steps = _step_counts(state_dict['state'])
+        numbers = _loaded_numbers(state_dict['state'], self.number_state)
         state: defaultdict[Tensor, dict] = defaultdict(dict)
         for index, entries in state_dict['state'].items():
             if index not in by_index:  # not a parameter's: the optimizer's own, kept
                 state[index] = entries
                 continue
             param = by_index[index]
-            state[param] = {key: steps[index] if key == 'step' else _cast(value, param)
-                            for key, value in entries.items()}
+            state[param] = {key: _number(key, numbers[index, key], param)
+                            if (index, key) in numbers
+                            else _cast(value, param) for key, value in entries.items()}
         for saved, group in zip(saved_groups, self.param_groups):
             saved['params'] = group['params']
             if 'param_names' in group and 'param_names' not in saved:
@@ -175,10 +181,16 @@ class Optimizer:
         return '\n'.join(lines) + '\n)'
 
 
-def _step_tensor(step: float) -> Tensor:
+def _saved_number(value: Any) -> Tensor:
+    """A number of the state as torch saves it: a 0-d tensor (float32 for a Python number,
+    as torch keeps step counts)."""
     from gt.creation import tensor
 
-    return tensor(float(step), dtype=torch.float32)
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, torch.Tensor):
+        return tensor(value)
+    return tensor(float(value), dtype=torch.float32)
 
 
 def _cast(value: Any, param: Tensor) -> Any:
@@ -197,21 +209,29 @@ def _cast(value: Any, param: Tensor) -> Any:
     return value
 
 
-def _step_counts(state: dict) -> dict:
-    """Each parameter's step count as a Python number again (GT sends numbers as literals);
-    counts loaded as GT tensors are fetched together, in one round trip."""
-    counts = {index: entries['step'] for index, entries in state.items()
-              if isinstance(entries, dict) and 'step' in entries}
-    tensors = {index: count for index, count in counts.items() if isinstance(count, Tensor)}
+def _loaded_numbers(state: dict, keys: tuple[str, ...]) -> dict[tuple[Any, str], Any]:
+    """The loaded state's numbers by (index, key); those loaded as GT tensors are fetched
+    together, in one round trip."""
+    numbers = {(index, key): entries[key] for index, entries in state.items()
+               if isinstance(entries, dict) for key in keys if key in entries}
+    tensors = {where: value for where, value in numbers.items() if isinstance(value, Tensor)}
     if tensors:
-        fetched = connection.current().fetch([count._id for count in tensors.values()])
-        counts.update(zip(tensors, fetched))
-    return {index: _number(count) for index, count in counts.items()}
+        fetched = connection.current().fetch([value._id for value in tensors.values()])
+        numbers.update(zip(tensors, fetched))
+    return numbers
 
 
-def _number(value: Any) -> float:
-    value = float(value.item() if isinstance(value, (torch.Tensor, np.ndarray)) else value)
-    return int(value) if value.is_integer() else value
+def _number(key: str, value: Any, param: Tensor) -> Any:
+    """A loaded number as the update keeps it: a step count as a Python number (GT sends
+    numbers as literals), any other as a 0-d torch tensor, cast to a floating parameter's
+    dtype as torch casts it."""
+    if key == 'step':
+        value = float(value.item() if isinstance(value, (torch.Tensor, np.ndarray)) else value)
+        return int(value) if value.is_integer() else value
+    value = torch.as_tensor(value).detach().clone()  # not the caller's tensor
+    if value.is_floating_point() and param.dtype.is_floating_point:
+        return value.to(param.dtype)
+    return value
 
 
 # ---- what the update rules share -----------------------------------------------------------
@@ -263,6 +283,19 @@ def check_hyperparameters(name: str, **values: float) -> None:
         if not 0.0 <= value:
             raise ValueError(f'invalid {name} hyperparameter: {key}={value} (must not be '
                              'negative)')
+
+
+def check_betas(name: str, betas: tuple[float, float]) -> None:
+    """torch's check of Adam-like coefficients: each in [0, 1)."""
+    for index, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f'invalid {name} hyperparameter: betas={tuple(betas)} (beta '
+                             f'{index} must be in [0, 1))')
+
+
+def scalar_dtype() -> torch.dtype:
+    """The dtype of torch's 0-d optimizer state (`torch.optim.optimizer._get_scalar_dtype`)."""
+    return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
 
 
 def unsupported(**flags: bool) -> None:

@@ -24,6 +24,18 @@ CONFIGS = [
     ('RMSprop', dict(lr=1e-2)),
     ('RMSprop', dict(lr=1e-2, centered=True, momentum=0.9, weight_decay=1e-2)),
     ('Adagrad', dict(lr=1e-2, weight_decay=1e-2, lr_decay=1e-3)),
+    ('NAdam', dict(lr=3e-3)),
+    ('NAdam', dict(lr=3e-3, weight_decay=1e-2, momentum_decay=1e-2)),
+    ('NAdam', dict(lr=3e-3, weight_decay=1e-2, decoupled_weight_decay=True, maximize=True)),
+    ('RAdam', dict(lr=3e-3)),
+    ('RAdam', dict(lr=3e-3, weight_decay=1e-2, decoupled_weight_decay=True)),
+    ('RAdam', dict(lr=3e-3, betas=(0.8, 0.9), weight_decay=1e-2, maximize=True)),
+    ('Adamax', dict(lr=3e-3)),
+    ('Adamax', dict(lr=3e-3, weight_decay=1e-2, maximize=True)),
+    ('Adadelta', dict()),
+    ('Adadelta', dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=1e-2, maximize=True)),
+    ('ASGD', dict(lr=1e-2)),
+    ('ASGD', dict(lr=1e-2, lambd=1e-2, alpha=0.5, t0=5, weight_decay=1e-2, maximize=True)),
 ]
 
 

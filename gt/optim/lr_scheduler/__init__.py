@@ -3,6 +3,7 @@ optimizer, schedule and steps give the same rates, as Python floats in the optim
 parameter groups."""
 
 from gt.optim.lr_scheduler.combined import ChainedScheduler, SequentialLR
+from gt.optim.lr_scheduler.cyclic import CosineAnnealingWarmRestarts, CyclicLR
 from gt.optim.lr_scheduler.one_cycle import OneCycleLR
 from gt.optim.lr_scheduler.plateau import ReduceLROnPlateau
 from gt.optim.lr_scheduler.scheduler import LRScheduler
@@ -22,4 +23,5 @@ _LRScheduler = LRScheduler  # torch's old name
 
 __all__ = ['LRScheduler', 'LambdaLR', 'MultiplicativeLR', 'StepLR', 'MultiStepLR',
            'ConstantLR', 'LinearLR', 'ExponentialLR', 'PolynomialLR', 'CosineAnnealingLR',
-           'SequentialLR', 'ChainedScheduler', 'OneCycleLR', 'ReduceLROnPlateau']
+           'SequentialLR', 'ChainedScheduler', 'OneCycleLR', 'ReduceLROnPlateau',
+           'CyclicLR', 'CosineAnnealingWarmRestarts']
