@@ -197,7 +197,12 @@ class Tensor(MathMethods, ShapeMethods):
     def __mul__(self, other): return binary('mul', self, other)
     def __rmul__(self, other): return binary('mul', other, self)
     def __truediv__(self, other): return binary('div', self, other)
-    def __rtruediv__(self, other): return binary('div', other, self)
+    def __rtruediv__(self, other):
+        # torch computes `number / t` as `t.reciprocal() * number` (bits differ from a
+        # division): so does GT, for the same bits.
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return self.reciprocal() * other
+        return binary('div', other, self)
     def __floordiv__(self, other): return binary('floor_divide', self, other)
     def __rfloordiv__(self, other): return binary('floor_divide', other, self)
     def __mod__(self, other): return binary('remainder', self, other)

@@ -301,3 +301,10 @@ def test_random_tensors_in_one_program_differ():
     difference = gt.randn(50) - gt.randn(50)
     assert difference.abs().sum().item() > 0
     assert (gt.rand(3, 3) != gt.rand(3, 3)).sum().item() > 0
+
+
+def test_a_number_divided_by_a_tensor_has_torch_s_bits():
+    """torch computes `number / t` as `t.reciprocal() * number`, not as a division."""
+    values = torch.from_numpy(rng().uniform(0.1, 3.0, 10000).astype(np.float32))
+    assert torch.equal((3.7 / gt.tensor(values)).data, 3.7 / values)
+    assert torch.equal((3 / gt.tensor([2, 4])).data, 3 / torch.tensor([2, 4]))
