@@ -60,10 +60,6 @@ class _ConvNd(Module):
         if padding_mode not in PADDING_MODES:
             raise ValueError(f'padding_mode must be one of {set(PADDING_MODES)}, but got '
                              f"padding_mode='{padding_mode}'")
-        if padding_mode != 'zeros':  # only a convolution gets here (see _ConvTransposeNd)
-            raise NotImplementedError(f"GT's {type(self).__name__} supports padding_mode="
-                                      f"'zeros' only, got {padding_mode!r}; pad the input "
-                                      "with F.pad(input, ..., mode=...) instead")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _tuple(kernel_size, n)
         self.stride = stride
@@ -71,6 +67,20 @@ class _ConvNd(Module):
         self.dilation = _tuple(dilation, n)
         self.transposed, self.output_padding = transposed, _tuple(output_padding, n)
         self.groups, self.padding_mode = groups, padding_mode
+        # F.pad's widths for the other padding modes, last dim first, as torch keeps them
+        # ('same': the kernel's reach split, the larger half after)
+        widths = []
+        for index in reversed(range(n)):
+            if self.padding == 'valid':
+                before = after = 0
+            elif self.padding == 'same':
+                reach = self.dilation[index] * (self.kernel_size[index] - 1)
+                before, after = reach // 2, reach - reach // 2
+            else:
+                before = after = self.padding[index]
+            widths += [before, after]
+        self._reversed_padding_repeated_twice = widths if isinstance(padding, str) \
+            else tuple(widths)
         shape = (in_channels, out_channels // groups) if transposed \
             else (out_channels, in_channels // groups)
         self.weight = Parameter(zeros(*shape, *self.kernel_size, dtype=dtype))
@@ -102,7 +112,18 @@ class _ConvNd(Module):
             text += f', groups={self.groups}'
         if self.bias is None:
             text += ', bias=False'
+        if self.padding_mode != 'zeros':
+            text += f', padding_mode={self.padding_mode}'
         return text
+
+    def _convolve(self, convolution: Any, input: Tensor) -> Tensor:
+        """The padding modes other than zeros pad first (F.pad by name), as torch does."""
+        if self.padding_mode == 'zeros':
+            return convolution(input, self.weight, self.bias, self.stride, self.padding,
+                               self.dilation, self.groups)
+        padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        return convolution(padded, self.weight, self.bias, self.stride,
+                           (0,) * self.dimensions, self.dilation, self.groups)
 
 
 class Conv1d(_ConvNd):
@@ -111,8 +132,7 @@ class Conv1d(_ConvNd):
     dimensions = 1
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return self._convolve(F.conv1d, input)
 
 
 class Conv2d(_ConvNd):
@@ -121,8 +141,7 @@ class Conv2d(_ConvNd):
     dimensions = 2
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return self._convolve(F.conv2d, input)
 
 
 class Conv3d(_ConvNd):
@@ -131,8 +150,7 @@ class Conv3d(_ConvNd):
     dimensions = 3
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return self._convolve(F.conv3d, input)
 
 
 class _ConvTransposeNd(_ConvNd):

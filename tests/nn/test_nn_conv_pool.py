@@ -139,10 +139,16 @@ def test_conv_bad_arguments_raise_torchs_errors(name, kwargs):
         assert str(mine.value) == str(theirs.value)
 
 
+@pytest.mark.parametrize('padding', [1, (1, 2), 'same'], ids=str)
 @pytest.mark.parametrize('padding_mode', ['reflect', 'replicate', 'circular'])
-def test_conv_padding_modes_other_than_zeros_are_refused(padding_mode):
-    with pytest.raises(NotImplementedError, match="padding_mode='zeros' only"):
-        nn.Conv2d(2, 2, 3, padding=1, padding_mode=padding_mode)
+def test_conv_padding_modes_pad_then_convolve_as_torch(padding_mode, padding):
+    mine = nn.Conv2d(2, 3, 3, padding=padding, padding_mode=padding_mode)
+    theirs = torch.nn.Conv2d(2, 3, 3, padding=padding, padding_mode=padding_mode)
+    assert repr(mine) == repr(theirs)
+    assert mine._reversed_padding_repeated_twice == theirs._reversed_padding_repeated_twice
+    check_module(mine, theirs, randn(2, 2, 5, 6))
+    check_module(nn.Conv1d(2, 2, 3, padding=2, padding_mode=padding_mode),
+                 torch.nn.Conv1d(2, 2, 3, padding=2, padding_mode=padding_mode), randn(1, 2, 7))
 
 
 # ---- pooling ---------------------------------------------------------------------------
