@@ -59,6 +59,18 @@ from gt.functional import (
     tanh,
     where,
 )
+from gt.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from gt.runtime.client import OutOfMemoryError, WorkerError
 from gt.runtime.client import connect as _connect
 from gt.runtime.client import current as _current
@@ -114,7 +126,9 @@ __all__ = [
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
     'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',
-    'set_num_threads', 'get_num_threads',
+    'set_num_threads', 'get_num_threads', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
+    'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
+    'BoolTensor',
 ]
 
 _torch_function = _namespace('torch', globals())

@@ -70,9 +70,9 @@ class TapeNode:
         then, and the caller must not release that value."""
         if not any(t is tensor for t in self.inputs):
             return False
-        from gt.tensor import Tensor  # gt.tensor imports this module
+        from gt.tensor import wrap  # gt.tensor imports this module
 
-        old = Tensor(tensor._id, tensor._type, tensor._client)
+        old = wrap(tensor._id, tensor._type, tensor._client)
         old.requires_grad, old.grad_fn = tensor.requires_grad, tensor.grad_fn
         self.inputs = [old if t is tensor else t for t in self.inputs]
         return True
@@ -425,3 +425,13 @@ def _format_type(value_type: Any) -> str:
 
 
 FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})
+
+
+def __getattr__(name: str) -> Any:
+    """`gt.autograd.Variable`, torch's legacy wrapper: it lives with the legacy tensor
+    types (gt/legacy_types.py), which import gt.tensor, which imports this module."""
+    if name == 'Variable':
+        from gt.legacy_types import Variable
+
+        return Variable
+    raise AttributeError(f"module 'gt.autograd' has no attribute {name!r}")

@@ -267,7 +267,7 @@ def _last_uses(ops: list, kept: set[int]) -> list[tuple[int, ...]]:
 
 
 def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
-    from gt.tensor import Tensor  # gt.tensor imports gt.autograd, which imports this
+    from gt.tensor import wrap  # gt.tensor imports gt.autograd, which imports this
 
     # Nothing else records on this client meanwhile (GT's recording is one thread's at a
     # time), so the values made get consecutive ids.
@@ -284,4 +284,4 @@ def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
         for value in done:
             release(start + value)
     for leaf, index, value_type in recorded.grads:
-        tape.leaves[leaf]._grad = Tensor(start + index, value_type, client)
+        tape.leaves[leaf]._grad = wrap(start + index, value_type, client)

@@ -28,6 +28,7 @@ from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
 from gt.signal import current_scope
 from gt.snapshot import snapshot
+from gt.tensor_device import GT_DEVICE, Device
 from gt.tensor_math import MathMethods
 from gt.tensor_shapes import ShapeMethods
 
@@ -37,15 +38,15 @@ class Tensor(MathMethods, ShapeMethods):
                  '_hooks', '__weakref__')
     _copies_grad = True  # by copy.deepcopy
 
-    def __init__(self, value_id: int, type_: TensorType, client: Any):
-        self._id = value_id
-        self._type = type_
-        self._client = client
-        self.requires_grad = False
-        self._grad = None
-        self.grad_fn = None
-        self._retained = False
-        self._hooks = None  # a leaf's gradient hooks (a non-leaf's live on its tape node)
+    def __init__(self, *data: Any, **placement: Any):
+        """torch's legacy constructor: `gt.Tensor([1, 2])` (data, as float32),
+        `gt.Tensor(2, 3)` (a shape) or `gt.Tensor()`. GT itself makes tensors with `wrap`."""
+        self._id = None  # until the value exists: a failed construction releases nothing
+        from gt.legacy_types import construct
+
+        source = construct('float32', data, placement)
+        wrap(source._id, source._type, source._client, self)
+        source._id = None  # the value is this tensor's alone
 
     def __del__(self) -> None:
         if self._id is not None:
@@ -65,8 +66,19 @@ class Tensor(MathMethods, ShapeMethods):
         return len(self._type.shape)
 
     @property
-    def device(self) -> str:
-        return 'gt'
+    def device(self) -> Device:
+        return GT_DEVICE
+
+    @property
+    def is_cuda(self) -> bool:
+        return False  # the value is on the cluster, not on a GPU of this process
+
+    def get_device(self) -> int:
+        return -1  # torch's answer for a tensor not on a CUDA device
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> 'Tensor':
+        """The tensor itself: GT places values on the workers' GPUs by itself."""
+        return self
 
     @property
     def is_leaf(self) -> bool:
@@ -311,8 +323,7 @@ class Tensor(MathMethods, ShapeMethods):
                                'support the deepcopy protocol at the moment')
         with autograd.no_grad():
             value = self.clone()
-        copied = object.__new__(type(self))
-        Tensor.__init__(copied, value._id, value._type, value._client)
+        copied = wrap(value._id, value._type, value._client, object.__new__(type(self)))
         value._id = None  # the clone's value is the copy's alone
         copied.requires_grad = self.requires_grad
         memo[id(self)] = copied
@@ -358,6 +369,25 @@ def _remember(key: tuple, types: tuple) -> None:
     _inferred[key] = types
 
 
+_new_object = object.__new__
+
+
+def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = None) -> Tensor:
+    """The Tensor naming value `value_id` of `client`'s session: how GT makes every
+    tensor (`tensor`, when given, is an allocated Tensor or subclass to fill in)."""
+    if tensor is None:
+        tensor = _new_object(Tensor)
+    tensor._id = value_id
+    tensor._type = type_
+    tensor._client = client
+    tensor.requires_grad = False
+    tensor._grad = None
+    tensor.grad_fn = None
+    tensor._retained = False
+    tensor._hooks = None  # a leaf's gradient hooks (a non-leaf's live on its tape node)
+    return tensor
+
+
 def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     """Record `op` on `inputs`; return the result tensor (or a list of them)."""
     input_types = tuple([t._type for t in inputs])
@@ -378,10 +408,10 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     client = inputs[0]._client if inputs else connection.current()
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
     if len(types) == 1:
-        result = Tensor(first, types[0], client)
+        result = wrap(first, types[0], client)
         outputs = [result]
     else:
-        result = outputs = [Tensor(first + k, t, client) for k, t in enumerate(types)]
+        result = outputs = [wrap(first + k, t, client) for k, t in enumerate(types)]
     if grad_mode.enabled:
         for tensor in inputs:
             if tensor.requires_grad:
@@ -399,8 +429,8 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
         types = OPS[op].infer((left._type, right._type))
         _remember(key, types)
     client = left._client
-    out = Tensor(client.record(op, [left._id, right._id], {}, 1, current_scope()), types[0],
-                 client)
+    out = wrap(client.record(op, [left._id, right._id], {}, 1, current_scope()), types[0],
+               client)
     if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
         autograd.record(op, [left, right], [out], {})
     return out
@@ -452,8 +482,8 @@ def as_tensor(value: Any, like: Tensor | None = None, op: str | None = None) -> 
         # (each has its own slot, so none would be remembered).
         client = like._client
         attrs = {'dtype': dtype, 'slot': client.add_literal(value)}
-        return Tensor(client.record('scalar', [], attrs, 1, current_scope()),
-                      _SCALAR_TYPES[dtype], client)
+        return wrap(client.record('scalar', [], attrs, 1, current_scope()),
+                    _SCALAR_TYPES[dtype], client)
     from gt.creation import tensor
 
     return tensor(value)

@@ -111,6 +111,13 @@ class ShapeMethods:
     def contiguous(self): return self
     def cpu(self): return self
 
+    # torch's in-place view ops change the shape: GT rebinds the tensor to the new view.
+    def unsqueeze_(self, dim): return self._rebind(self.unsqueeze(dim))
+    def squeeze_(self, dim=None): return self._rebind(self.squeeze(dim))
+    def t_(self): return self._rebind(self.t())
+    def transpose_(self, dim0, dim1): return self._rebind(self.transpose(dim0, dim1))
+    swapdims_ = swapaxes_ = transpose_
+
     def __getitem__(self, key: Any):
         if is_advanced(key):  # tensors, masks, lists: torch's advanced indexing
             from gt import fallback
@@ -144,6 +151,9 @@ class ShapeMethods:
         else a cast to a dtype or to a named type ('torch.DoubleTensor')."""
         if dtype is None:
             return LEGACY_TYPES[self._type.dtype]
+        if not isinstance(dtype, (str, torch.dtype)) and isinstance(
+                getattr(dtype, 'dtype', None), torch.dtype):
+            dtype = dtype.dtype  # a legacy type: gt.FloatTensor or torch.FloatTensor
         if isinstance(dtype, str):
             legacy = {name: key for key, name in LEGACY_TYPES.items()}
             name = dtype.replace('torch.cuda.', 'torch.')
@@ -151,6 +161,13 @@ class ShapeMethods:
                 raise ValueError(f'invalid type: {dtype!r}')
             dtype = legacy[name]
         return self.to(dtype)
+
+    def new(self, *args, **placement):
+        """torch's legacy `x.new(sizes)`, `x.new(data)`, `x.new()`: a new tensor of x's
+        dtype (sizes give zeros; see gt.legacy_types)."""
+        from gt.legacy_types import construct
+
+        return construct(self._type.dtype, args, placement)
 
     def float(self, memory_format=None): return self.to(torch.float32)
     def double(self, memory_format=None): return self.to(torch.float64)

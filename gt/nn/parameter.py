@@ -6,7 +6,7 @@ from typing import Any
 import torch
 
 from gt.autograd import set_requires_grad
-from gt.tensor import Tensor
+from gt.tensor import Tensor, wrap
 
 
 class Parameter(Tensor):
@@ -19,13 +19,14 @@ class Parameter(Tensor):
     def __init__(self, data: Any = None, requires_grad: bool = True):
         from gt.creation import tensor, zeros
 
+        self._id = None  # until the value exists: a failed construction releases nothing
         if data is None:
             source = zeros(0)
         elif isinstance(data, Tensor):
             source = data.detach()
         else:
             source = tensor(data)
-        Tensor.__init__(self, source._id, source._type, source._client)
+        wrap(source._id, source._type, source._client, self)
         source._id = None  # the detached copy is ours alone: take over its value
         set_requires_grad(self, requires_grad)
 
