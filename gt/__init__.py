@@ -59,6 +59,7 @@ from gt.functional import (
     tanh,
     where,
 )
+from gt.ir.invalid_op import InvalidOpError
 from gt.legacy_types import (
     BFloat16Tensor,
     BoolTensor,
@@ -121,8 +122,8 @@ __all__ = [
     'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
-    'debug', 'WorkerError', 'OutOfMemoryError', 'linalg', 'special', 'fft', 'cat', 'stack',
-    'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
+    'debug', 'WorkerError', 'OutOfMemoryError', 'InvalidOpError', 'linalg', 'special', 'fft',
+    'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
     'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',

@@ -24,6 +24,7 @@ from gt.ir.dtypes import (
     result_type,
     scalar_dtype,
 )
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
 from gt.signal import current_scope
@@ -388,6 +389,15 @@ def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = 
     return tensor
 
 
+def _infer(op: str, input_types: tuple, attrs: dict) -> tuple:
+    try:
+        return OPS[op].infer(input_types, **attrs)
+    except ValueError as error:
+        if isinstance(error, RuntimeError):
+            raise
+        raise InvalidOpError(*error.args) from None
+
+
 def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     """Record `op` on `inputs`; return the result tensor (or a list of them)."""
     input_types = tuple([t._type for t in inputs])
@@ -402,7 +412,7 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
         key = (op, input_types, (), ())
         types = _inferred.get(key)
     if types is None:
-        types = OPS[op].infer(input_types, **attrs)
+        types = _infer(op, input_types, attrs)
         if key is not None:
             _remember(key, types)
     client = inputs[0]._client if inputs else connection.current()
@@ -426,7 +436,7 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
     key = (op, (left._type, right._type), (), ())
     types = _inferred.get(key)
     if types is None:
-        types = OPS[op].infer((left._type, right._type))
+        types = _infer(op, (left._type, right._type), {})
         _remember(key, types)
     client = left._client
     out = wrap(client.record(op, [left._id, right._id], {}, 1, current_scope()), types[0],

@@ -1,4 +1,5 @@
-"""Mistakes: a shape error raises ValueError at the line that made it, naming both shapes;
+"""Mistakes: a shape error raises at the line that made it (a RuntimeError, as in torch, and
+a ValueError), naming both shapes;
 a bad dim raises; a failure on a worker raises when the value is needed; and afterwards
 every other tensor keeps working."""
 
@@ -45,6 +46,30 @@ def test_shape_error_names_both_shapes(name, make, shapes):
         make()
     for shape in shapes:
         assert shape in str(info.value)
+
+
+MISFITS = [
+    ('add', lambda m: m.ones(2, 3) + m.ones(4, 5)),
+    ('matmul', lambda m: m.ones(2, 3) @ m.ones(4, 5)),
+    ('reshape', lambda m: m.ones(2, 3).reshape(4, 5)),
+    ('cat', lambda m: m.cat([m.ones(2, 3), m.ones(4, 5)])),
+    ('expand', lambda m: m.ones(2, 3).expand(4, 3)),
+    ('einsum, run by name', lambda m: m.einsum('ij,jk->ik', m.ones(2, 3), m.ones(2, 3))),
+    ('conv2d, run by name',
+     lambda m: m.nn.functional.conv2d(m.ones(1, 3, 4, 4), m.ones(2, 2, 3, 3))),
+    ('topk, run by name', lambda m: m.ones(2, 3).topk(5)),
+]
+
+
+@pytest.mark.parametrize('name,make', MISFITS, ids=[e[0] for e in MISFITS])
+def test_a_misfit_is_the_runtime_error_torch_raises(name, make):
+    """A ported `except RuntimeError` catches GT's error where it caught torch's; it is
+    a ValueError too, as GT's type rules have always said."""
+    with pytest.raises(RuntimeError):
+        make(torch)
+    with pytest.raises(RuntimeError) as info:
+        make(gt)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, gt.InvalidOpError)
 
 
 def test_shape_error_raises_at_the_line_of_the_call():

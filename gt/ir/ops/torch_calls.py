@@ -25,6 +25,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from gt.ir import torch_functions
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.opdef import OpDef
 from gt.ir.torch_arguments import check_wire, decode_call, flatten, frozen
 
@@ -104,7 +105,7 @@ def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Si
         if isinstance(meta_error, NotImplementedError) or 'meta' in str(meta_error):
             # No meta kernel, or one that needs the values.
             return _infer_fake(fn, types, args, kwargs, device, meta_error)
-        kind = TypeError if isinstance(meta_error, TypeError) else ValueError
+        kind = TypeError if isinstance(meta_error, TypeError) else InvalidOpError
         raise kind(f'{fn}: {meta_error}') from None
     return _described(fn, result, dynamic=False)
 
@@ -130,7 +131,7 @@ def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
     except Exception as error:
         if any(sign in str(error) for sign in NEEDS_VALUES):
             raise NeedsData(f'{fn}: {error}') from error
-        kind = TypeError if isinstance(error, TypeError) else ValueError
+        kind = TypeError if isinstance(error, TypeError) else InvalidOpError
         raise kind(f'{fn}: {meta_error}') from error
     return _described(fn, result, dynamic=True)
 
