@@ -11,7 +11,13 @@ from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, creation
 
 
-def _shape(sizes: tuple) -> tuple[int, ...]:
+def _shape(sizes: tuple, keywords: dict | None = None) -> tuple[int, ...]:
+    """The shape from `randn(2, 3)`, `randn((2, 3))` or `randn(size=(2, 3))` (taken out of
+    `keywords`)."""
+    if keywords and 'size' in keywords:
+        if sizes:
+            raise TypeError("got multiple values for argument 'size'")
+        sizes = (keywords.pop('size'),)
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, torch.Size)):
         sizes = tuple(sizes[0])
     for size in sizes:
@@ -36,23 +42,27 @@ def _dtype(dtype: Any, default: str = DEFAULT_FLOAT) -> str:
 
 
 def randn(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    shape = _shape(size, placement)
     _placement_only(placement)
-    return creation('randn', _shape(size), _dtype(dtype), requires_grad)
+    return creation('randn', shape, _dtype(dtype), requires_grad)
 
 
 def rand(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    shape = _shape(size, placement)
     _placement_only(placement)
-    return creation('rand', _shape(size), _dtype(dtype), requires_grad)
+    return creation('rand', shape, _dtype(dtype), requires_grad)
 
 
 def zeros(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    shape = _shape(size, placement)
     _placement_only(placement)
-    return creation('zeros', _shape(size), _dtype(dtype), requires_grad)
+    return creation('zeros', shape, _dtype(dtype), requires_grad)
 
 
 def ones(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+    shape = _shape(size, placement)
     _placement_only(placement)
-    return creation('ones', _shape(size), _dtype(dtype), requires_grad)
+    return creation('ones', shape, _dtype(dtype), requires_grad)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, **placement) -> Tensor:
@@ -120,9 +130,13 @@ def _from_data(array: np.ndarray, dtype: str, requires_grad: bool) -> Tensor:
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor from nested lists, numbers, numpy arrays or torch tensors, as torch.tensor."""
+    """A tensor from nested lists, numbers, numpy arrays or torch tensors, as torch.tensor;
+    GT tensors among them (`gt.tensor([loss_a, loss_b])`) are fetched, in one round trip,
+    since torch.tensor copies values and infers the dtype from them."""
     if isinstance(data, Tensor):
         data = data.data
+    elif isinstance(data, (list, tuple)):
+        data = _with_values(data)
     if isinstance(data, torch.Tensor):
         source = data.detach().cpu()
     else:
@@ -133,6 +147,32 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     if source.dtype == torch.bfloat16:  # numpy has no bfloat16: send the raw 16-bit words
         return _from_data(source.view(torch.uint16).numpy(), 'bfloat16', requires_grad)
     return _from_data(source.numpy(), DTYPE_NAMES[source.dtype], requires_grad)
+
+
+def _with_values(data: list | tuple) -> list | tuple:
+    """`data` with each GT tensor in it replaced by its value."""
+    found: list[Tensor] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, Tensor):
+            found.append(item)
+        elif isinstance(item, (list, tuple)):
+            for element in item:
+                collect(element)
+
+    collect(data)
+    if not found:
+        return data
+    values = iter(connection.current().fetch([t._id for t in found]))
+
+    def replace(item: Any) -> Any:
+        if isinstance(item, Tensor):
+            return next(values)
+        if isinstance(item, (list, tuple)):
+            return type(item)(replace(element) for element in item)
+        return item
+
+    return replace(data)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:

@@ -228,3 +228,23 @@ def test_print_options_and_version_are_torch_s_spellings():
     finally:
         torch.set_printoptions(profile='default')
     assert gt.__version__.count('.') >= 1
+
+
+@pytest.mark.parametrize('make', ['zeros', 'ones', 'randn', 'rand'])
+def test_sizes_may_be_named_size_as_in_torch(make):
+    for size in [(2, 3), [4], ()]:
+        assert getattr(gt, make)(size=size).shape == getattr(torch, make)(size=size).shape
+    with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+        getattr(gt, make)(2, size=(3,))
+
+
+def test_tensor_of_gt_tensors_takes_their_values_as_torch_tensor_does():
+    loss = gt.tensor(1.5, requires_grad=True) * 2
+    made = gt.tensor([loss, gt.tensor(3), 4.5])
+    expected = torch.tensor([torch.tensor(1.5, requires_grad=True) * 2, torch.tensor(3), 4.5])
+    assert made.dtype == expected.dtype and not made.requires_grad
+    assert made.tolist() == expected.tolist()
+    nested = gt.tensor([[gt.tensor(1), 2], (3, gt.tensor(4))], dtype=gt.float64)
+    assert_same(nested, torch.tensor([[1, 2], (3, 4)], dtype=torch.float64))
+    with pytest.raises(ValueError, match='only one element tensors'):
+        gt.tensor([gt.ones(2), gt.ones(2)])  # torch refuses a list of vectors too
