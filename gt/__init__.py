@@ -9,7 +9,20 @@ from importlib import metadata as _metadata
 
 import torch as _torch
 
-from gt import amp, backends, config, cuda, debug, fft, linalg, nn, optim, signal, special
+from gt import (
+    amp,
+    backends,
+    config,
+    cuda,
+    debug,
+    distributions,
+    fft,
+    linalg,
+    nn,
+    optim,
+    signal,
+    special,
+)
 from gt.amp import autocast
 from gt.autograd import (
     enable_grad,
@@ -129,7 +142,7 @@ __all__ = [
     'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',
     'set_num_threads', 'get_num_threads', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
     'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
-    'BoolTensor',
+    'BoolTensor', 'distributions',
 ]
 
 _torch_function = _namespace('torch', globals())

@@ -177,7 +177,7 @@ class ShapeMethods:
     def long(self, memory_format=None): return self.to(torch.int64)
     def bool(self, memory_format=None): return self.to(torch.bool)
 
-    def clone(self):
+    def clone(self, memory_format=None):  # a GT value has no memory layout to choose
         return core.apply('cast', [self], dtype=self._type.dtype)
 
 
