@@ -1,8 +1,9 @@
-"""Loss modules beyond those in layers.py, with torch.nn's signatures (the legacy
-`size_average`/`reduce` arguments too), defaults, checks and buffers. Each calls its
-torch.nn.functional form by name (gt/fallback.py), so values and gradients are torch's,
-except `gaussian_nll_loss`: torch's clamps a clone of `var` in place under no_grad, which
-the fallback cannot differentiate, so it is composed here of GT ops.
+"""Loss modules, with torch.nn's signatures (the legacy `size_average`/`reduce` arguments
+too), defaults, checks and buffers. The common ones call GT's own losses
+(gt/nn/losses.py); the rest call their torch.nn.functional form by name
+(gt/fallback.py), so values and gradients are torch's, except `gaussian_nll_loss`:
+torch's clamps a clone of `var` in place under no_grad, which the fallback cannot
+differentiate, so it is composed here of GT ops.
 """
 
 import math
@@ -62,6 +63,61 @@ class _WeightedLoss(_Loss):
                  reduce: bool | None = None, reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer('weight', weight)
+
+
+class MSELoss(_Loss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """`weight` and `pos_weight` are buffers, as in torch."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = 'mean',
+                 pos_weight: Tensor | None = None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer('weight', weight)
+        self.register_buffer('pos_weight', pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = 'mean') -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
+                 reduction: str = 'mean', label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class SmoothL1Loss(_Loss):

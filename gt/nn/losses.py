@@ -19,6 +19,24 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
+def _legacy(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """torch's deprecated `size_average`/`reduce` pair, mapped (and warned about) as
+    torch does; torch's own functions hand it on as None when a GT tensor reaches them."""
+    if size_average is None and reduce is None:
+        return reduction
+    return torch.nn._reduction.legacy_get_string(size_average, reduce)
+
+
+def _weighted(loss: Tensor, weight: Tensor | None, reduction: str) -> Tensor:
+    """mse_loss's and l1_loss's optional elementwise weight: 'mean' divides by its sum."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ValueError('Weights and input must have the same size.')
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == 'mean' else _reduce(loss, reduction)
+
+
 def _check(name: str, input: Tensor, target: Tensor, reduction: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
@@ -27,20 +45,28 @@ def _check(name: str, input: Tensor, target: Tensor, reduction: str) -> None:
                          f'{list(target.shape)} differ; they must have the same shape')
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = 'mean',
+             weight: Tensor | None = None) -> Tensor:
+    reduction = _legacy(size_average, reduce, reduction)
     _check('mse_loss', input, target, reduction)
     difference = input - target
-    return _reduce(difference * difference, reduction)
+    return _weighted(difference * difference, weight, reduction)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = 'mean',
+            weight: Tensor | None = None) -> Tensor:
+    reduction = _legacy(size_average, reduce, reduction)
     _check('l1_loss', input, target, reduction)
-    return _reduce((input - target).abs(), reduction)
+    return _weighted((input - target).abs(), weight, reduction)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = 'mean') -> Tensor:
     """On probabilities; torch clamps each log at -100 so that 0 and 1 give finite loss."""
+    reduction = _legacy(size_average, reduce, reduction)
     _check('binary_cross_entropy', input, target, reduction)
     log_p = input.log().clamp(min=-100.0)
     log_not_p = (1 - input).log().clamp(min=-100.0)
@@ -49,10 +75,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
-                                     weight: Tensor | None = None, reduction: str = 'mean',
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = 'mean',
                                      pos_weight: Tensor | None = None) -> Tensor:
     """On logits, in torch's stable form `(1 - target) * x - log_sigmoid(x)`, which neither
     overflows nor loses the tiny losses of confident, correct predictions."""
+    reduction = _legacy(size_average, reduce, reduction)
     _check('binary_cross_entropy_with_logits', input, target, reduction)
     # Recorded first, so that backward (latest op first) adds its tiny gradient last, after
     # the gradients of the other terms have cancelled exactly, as in torch's sigmoid - t.
@@ -75,11 +104,13 @@ def _log1p(z: Tensor) -> Tensor:
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
-             ignore_index: int = -100, reduction: str = 'mean') -> Tensor:
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = 'mean') -> Tensor:
     """Negative log-likelihood of integer class targets, from log-probabilities of shape
     (C,), (N, C) or (N, C, d1, ...); 'mean' divides by the summed weights of the
     targets that are not `ignore_index`, as torch does."""
-    return _nll(input, target, weight, ignore_index, reduction, 'nll_loss')
+    return _nll(input, target, weight, ignore_index, _legacy(size_average, reduce, reduction),
+                'nll_loss')
 
 
 def _nll(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
@@ -96,10 +127,12 @@ def _nll(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  ignore_index: int = -100, reduction: str = 'mean',
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = 'mean',
                   label_smoothing: float = 0.0) -> Tensor:
     """log_softmax over the class dim (1, or 0 for an unbatched input) then nll_loss; a
     floating target of the input's shape holds class probabilities instead."""
+    reduction = _legacy(size_average, reduce, reduction)
     class_dim = 0 if input.ndim == 1 else 1
     log_p = input.log_softmax(class_dim)
     n_classes = input.shape[class_dim]

@@ -158,3 +158,50 @@ def test_half_precision_cross_entropy_gradient_is_torchs(dtype, reduction):
     torch.nn.functional.cross_entropy(theirs, targets, reduction=reduction).backward()
     assert mine.grad.dtype == dtype
     assert torch.equal(mine.grad.data, theirs.grad)
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_weighted_mse_and_l1(reduction):
+    weight = randn(3, 4).abs()
+    for name in ('mse_loss', 'l1_loss'):
+        check_loss(name, randn(3, 4), randn(3, 4), reduction=reduction, weight=weight)
+    with pytest.raises(ValueError, match='Weights and input must have the same size'):
+        F.mse_loss(gt.ones(3), gt.ones(3), weight=gt.ones(2))
+
+
+LEGACY = [(None, False), (False, None), (False, True), (True, False), (None, True)]
+
+
+@pytest.mark.parametrize('size_average, reduce', LEGACY, ids=str)
+def test_the_legacy_reduction_pair_means_what_it_means_in_torch(size_average, reduce):
+    target = torch.tensor([0, 2, 1])
+    check_loss('cross_entropy', randn(3, 4), target, size_average=size_average, reduce=reduce)
+    check_loss('nll_loss', randn(3, 4), target, size_average=size_average, reduce=reduce)
+    check_loss('mse_loss', randn(3, 4), randn(3, 4), size_average=size_average, reduce=reduce)
+    module, expected = nn.MSELoss(size_average, reduce), torch.nn.MSELoss(size_average, reduce)
+    x, x_t = both(randn(2, 3))
+    assert_close(module(x, gt.zeros(2, 3)), expected(x_t, torch.zeros(2, 3)))
+
+
+def test_arguments_go_where_torchs_positions_put_them():
+    """torch's order is (input, target, weight, size_average, ignore_index, reduce,
+    reduction): a positional ignore_index lands where torch takes it."""
+    logits, target = randn(4, 3), torch.tensor([0, 2, 1, 2])
+    weight = torch.tensor([1.0, 2.0, 0.5])
+    for name in ('cross_entropy', 'nll_loss'):
+        x, x_t = both(logits)
+        got = getattr(F, name)(x, gt.tensor(target), gt.tensor(weight), None, 2)
+        assert_close(got, getattr(functional, name)(x_t, target, weight, None, 2))
+
+
+@pytest.mark.parametrize('name, target', [
+    ('mse_loss', randn(3, 4)), ('l1_loss', randn(3, 4)),
+    ('binary_cross_entropy_with_logits', torch.rand(3, 4)),
+    ('cross_entropy', torch.tensor([0, 3, 1])), ('nll_loss', torch.tensor([0, 3, 1])),
+])
+def test_torchs_own_functional_losses_take_gt_tensors(name, target):
+    """A script that keeps `import torch.nn.functional as F`: torch hands its legacy pair
+    on to GT as None, which GT must take."""
+    x, x_t = both(randn(3, 4))
+    assert_close(getattr(functional, name)(x, gt.tensor(target)),
+                 getattr(functional, name)(x_t, target))
