@@ -41,16 +41,30 @@ def _dtype(dtype: Any, default: str = DEFAULT_FLOAT) -> str:
     return default if dtype is None else dtype_name(dtype)
 
 
-def randn(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+def randn(*size, dtype=None, requires_grad=False, generator=None, **placement) -> Tensor:
     shape = _shape(size, placement)
     _placement_only(placement)
+    if generator is not None:
+        return _drawn_here(torch.randn, shape, dtype, generator, requires_grad)
     return creation('randn', shape, _dtype(dtype), requires_grad)
 
 
-def rand(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
+def rand(*size, dtype=None, requires_grad=False, generator=None, **placement) -> Tensor:
     shape = _shape(size, placement)
     _placement_only(placement)
+    if generator is not None:
+        return _drawn_here(torch.rand, shape, dtype, generator, requires_grad)
     return creation('rand', shape, _dtype(dtype), requires_grad)
+
+
+def _drawn_here(draw, shape: tuple[int, ...], dtype: Any, generator: torch.Generator,
+                requires_grad: bool) -> Tensor:
+    """A draw from a torch.Generator the script made (a reproducible data set): it lives in
+    this process, so torch draws here, advancing it as it would, and the values are sent."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f'generator must be a torch.Generator, got {type(generator).__name__}')
+    values = draw(shape, dtype=TORCH_DTYPES[_dtype(dtype)], generator=generator)
+    return tensor(values, requires_grad=requires_grad)
 
 
 def zeros(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
@@ -137,13 +151,17 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         data = data.data
     elif isinstance(data, (list, tuple)):
         data = _with_values(data)
+    wanted = None if dtype is None else TORCH_DTYPES[dtype_name(dtype)]
     if isinstance(data, torch.Tensor):
         source = data.detach().cpu()
+    elif isinstance(data, np.ndarray):
+        source = torch.tensor(np.asarray(data))
     else:
-        source = torch.tensor(np.asarray(data)) if isinstance(data, np.ndarray) \
-            else torch.tensor(data)
-    if dtype is not None:
-        source = source.to(TORCH_DTYPES[dtype_name(dtype)])
+        # Numbers go straight to the dtype asked for, as torch.tensor takes them: by way of
+        # float32, 0.1 would reach float64 as 0.10000000149011612.
+        source = torch.tensor(data, dtype=wanted)
+    if wanted is not None:
+        source = source.to(wanted)
     if source.dtype == torch.bfloat16:  # numpy has no bfloat16: send the raw 16-bit words
         return _from_data(source.view(torch.uint16).numpy(), 'bfloat16', requires_grad)
     return _from_data(source.numpy(), DTYPE_NAMES[source.dtype], requires_grad)

@@ -4,7 +4,9 @@ torch's default collate knows torch tensors, numpy arrays and numbers; a dataset
 tensors gives it GT tensors, which it rejects. Registering GT's Tensor in torch's
 collate table (the extension point torch's collate keeps for types it does not know)
 makes a batch `gt.stack` of its samples, recorded lazily like any op. The loader's
-sampler and shuffling stay torch's, seeded by torch's generator.
+sampler and shuffling stay torch's, seeded by torch's generator in this process, which
+GT's random ops (drawn on the workers) do not advance as torch's would: a shuffle after
+them is torch's only with the loader's own `generator=`.
 """
 
 from typing import Any

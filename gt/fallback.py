@@ -45,8 +45,7 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
         if own is not None:
             return own(*args, **kwargs)
     if kwargs.get('generator') is not None:
-        raise TypeError(f'{name}: GT draws from the session generator (seed it with '
-                        'gt.manual_seed); generator= is not supported')
+        return _drawn_here(name, args, kwargs)
     kwargs.pop('generator', None)
     requires_grad = bool(kwargs.pop('requires_grad', False))
     args, writes_input = _without_inplace(name, args, kwargs)
@@ -114,6 +113,39 @@ def _without_inplace(name: str, args: tuple, kwargs: dict) -> tuple[tuple, bool]
     if len(args) > position and args[position]:
         return (*args[:position], False, *args[position + 1:]), True
     return args, False
+
+
+def _drawn_here(name: str, args: tuple, kwargs: dict) -> Any:
+    """A draw from a `torch.Generator` the script made (`randperm(n, generator=g)` for a
+    reproducible split): that generator lives in this process, so the call runs here on
+    the fetched inputs and advances it exactly as torch would; the result is uploaded,
+    and an in-place draw (`x.normal_(generator=g)`) rebinds its tensor to it."""
+    if not isinstance(kwargs['generator'], torch.Generator):
+        raise TypeError(f'{name}: generator= must be a torch.Generator, got '
+                        f'{type(kwargs["generator"]).__name__}')
+    requires_grad = bool(kwargs.pop('requires_grad', False))
+    inputs: list[Tensor] = []
+    _collect_tensors((args, kwargs), inputs)
+    if grad_mode.enabled and any(t.requires_grad for t in inputs):
+        raise NotImplementedError(f'{name}: GT has no gradient for a draw from a '
+                                  'torch.Generator; call it under gt.no_grad()')
+    result = _run_here(name, args, kwargs, inputs)
+    if torch_functions.in_place(name):
+        return args[0]._rebind(result)
+    if requires_grad:
+        result.requires_grad_()
+    return result
+
+
+def _collect_tensors(item: Any, found: list[Tensor]) -> None:
+    if isinstance(item, Tensor):
+        if all(t is not item for t in found):
+            found.append(item)
+    elif isinstance(item, dict):
+        _collect_tensors(list(item.values()), found)
+    elif isinstance(item, (list, tuple)):
+        for element in item:
+            _collect_tensors(element, found)
 
 
 def _run_here(name: str, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:

@@ -3,6 +3,7 @@ function forms of Tensor methods."""
 
 from typing import Any
 
+from gt.fallback import call
 from gt.numpy_names import numpy_names
 from gt.tensor import Tensor, apply, as_tensor
 
@@ -17,9 +18,15 @@ def stack(tensors: list[Tensor], dim: int = 0) -> Tensor:
     return apply('stack', [as_tensor(t) for t in tensors], dim=dim)
 
 
-def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     """Elementwise `input if condition else other`; numbers take the dtype torch gives them
-    (beside a tensor, that tensor's; two numbers, the default int or float dtype)."""
+    (beside a tensor, that tensor's; two numbers, the default int or float dtype).
+    `where(condition)` alone is torch's `nonzero(condition, as_tuple=True)`: the indices
+    of the true elements, one tensor per dimension (one round trip for their count)."""
+    if input is None and other is None:
+        return call('torch.nonzero', (condition,), {'as_tuple': True})
+    if input is None or other is None:
+        raise TypeError('where() takes a condition alone, or a condition, input and other')
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
     return apply('where', [condition, as_tensor(input, like), as_tensor(other, like)])
 

@@ -47,6 +47,11 @@ class Snapshot(torch.Tensor):
             self.copy_(owner._value())
         return None if name == '__setitem__' else self
 
+    def __format__(self, format_spec: str) -> str:
+        """`f'{loss.data:.4f}'`: torch formats a 0-d tensor as its number only when its
+        class is exactly torch.Tensor, so a Snapshot formats as one."""
+        return self.as_subclass(torch.Tensor).__format__(format_spec)
+
     def __repr__(self, **kwargs: Any) -> str:
         return repr(self.as_subclass(torch.Tensor))
 

@@ -4,13 +4,12 @@ A mixin of `gt.tensor.Tensor`, kept apart to keep files short; every method reco
 op of the table through `gt.tensor.apply`.
 """
 
-from collections import namedtuple
 from typing import Any
+
+import torch
 
 from gt import tensor as core
 from gt.numpy_names import numpy_names
-
-MinMax = namedtuple('MinMax', ['values', 'indices'])
 
 
 class MathMethods:
@@ -128,7 +127,9 @@ class MathMethods:
             return core.apply(elementwise, [self, dim])
         dims = _dims(dim, keepdim, axis, keepdims)
         if isinstance(dims['dim'], int):
-            return MinMax(*core.apply(along, [self], **dims))
+            # torch's own result type, so that it prints, pickles and compares as torch's.
+            result_type = torch.return_types.max if along == 'max_dim' else torch.return_types.min
+            return result_type(core.apply(along, [self], **dims))
         return core.apply(whole, [self], **dims)
 
     @numpy_names

@@ -42,11 +42,14 @@ from gt.nn.containers import (
     Sequential,
 )
 from gt.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from gt.nn.distance import CosineSimilarity, PairwiseDistance
 from gt.nn.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
+from gt.nn.embedding_bag import EmbeddingBag
 from gt.nn.fold import Fold, Unflatten, Unfold
 from gt.nn.functional import relu, sigmoid, tanh
 from gt.nn.layers import (
     GELU,
+    Bilinear,
     Dropout,
     Embedding,
     Flatten,
@@ -125,12 +128,23 @@ from gt.nn.pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from gt.nn.recurrent import GRU, LSTM, RNN, RNNBase
 from gt.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+from gt.nn.sequence_and_ranking_losses import (
+    CTCLoss,
+    MultiLabelMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from gt.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -139,6 +153,7 @@ from gt.nn.transformer import (
     TransformerEncoderLayer,
 )
 from gt.nn.upsampling import (
+    ChannelShuffle,
     PixelShuffle,
     PixelUnshuffle,
     Upsample,
@@ -173,7 +188,9 @@ __all__ = [
     'Threshold', 'Hardshrink', 'Softshrink', 'SmoothL1Loss', 'HuberLoss', 'KLDivLoss',
     'CosineEmbeddingLoss', 'MarginRankingLoss', 'TripletMarginLoss', 'HingeEmbeddingLoss',
     'SoftMarginLoss', 'MultiLabelSoftMarginLoss', 'MultiMarginLoss', 'PoissonNLLLoss',
-    'GaussianNLLLoss',
+    'GaussianNLLLoss', 'Bilinear', 'EmbeddingBag', 'CosineSimilarity', 'PairwiseDistance',
+    'CTCLoss', 'MultiLabelMarginLoss', 'TripletMarginWithDistanceLoss', 'MaxUnpool1d',
+    'MaxUnpool2d', 'MaxUnpool3d', 'LPPool1d', 'LPPool2d', 'LPPool3d', 'ChannelShuffle',
 ]
 
 # The seeds' names (gt.nn.cross_entropy_loss, gt.nn.relu, ...) beside torch's.

@@ -7,6 +7,7 @@ Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs 
 """
 
 import math
+import warnings
 from typing import Sequence
 
 import torch
@@ -33,6 +34,7 @@ from gt.nn.losses import (
     nll_loss,
 )
 from gt.nn.normalization import instance_norm
+from gt.nn.sequence_and_ranking_losses import triplet_margin_with_distance_loss
 from gt.tensor import Tensor, emit
 
 
@@ -88,6 +90,26 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
                          {})
         result = input * (noise / (1 - p))
     return input._assign(result) if inplace else result
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) with g ~ Gumbel(0, 1); `hard` gives one-hot rows whose
+    gradient is the soft sample's (straight through). torch's own steps: the noise is
+    -log of an exponential_ draw, by name from the session's generator into a contiguous
+    tensor, so after the same seed it is torch's; the rest are ops, which differentiate
+    (torch's function run by name would not: GT has no gradient for a random call)."""
+    if eps != 1e-10:
+        warnings.warn('`eps` parameter is deprecated and has no effect.', stacklevel=2)
+    with no_grad():
+        noise = call('Tensor.exponential_', (zeros(logits.shape, dtype=logits.dtype),), {})
+        gumbels = -noise.log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.max(dim, keepdim=True)[1]
+    one_hot_rows = zeros(logits.shape, dtype=logits.dtype).scatter(dim, index, 1.0)
+    return one_hot_rows - soft.detach() + soft
 
 
 def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
@@ -206,6 +228,21 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     return output.where(kept, emit('embedding', weight.detach(), input))
 
 
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2.0,
+                  scale_grad_by_freq: bool = False, mode: str = 'mean', sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """torch's embedding_bag, run by name. `max_norm` rescales the picked rows first, as
+    torch does in place, here by rebinding `weight`: run by name, torch would write into a
+    worker's value, which other tensors may share."""
+    if max_norm is not None:
+        _renormalize_rows(weight, input, max_norm, norm_type)
+    return call('torch.nn.functional.embedding_bag',
+                (input, weight, offsets, None, norm_type, scale_grad_by_freq, mode, sparse,
+                 per_sample_weights, include_last_offset, padding_idx), {})
+
+
 def _renormalize_rows(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
     """torch's embedding_renorm_: each row `input` picks, if its norm exceeds `max_norm`,
     scaled by max_norm / (norm + 1e-7)."""
@@ -218,11 +255,11 @@ def _renormalize_rows(weight: Tensor, input: Tensor, max_norm: float, norm_type:
 
 __all__ = [
     'relu', 'sigmoid', 'tanh', 'gelu', 'softmax', 'log_softmax', 'linear', 'dropout',
-    'layer_norm', 'batch_norm', 'multi_head_attention_forward', 'embedding', 'one_hot', 'pad',
-    'scaled_dot_product_attention', 'mse_loss', 'l1_loss', 'binary_cross_entropy',
-    'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'dropout1d', 'dropout2d',
-    'dropout3d', 'alpha_dropout', 'feature_alpha_dropout', 'gaussian_nll_loss',
-    'instance_norm',
+    'layer_norm', 'batch_norm', 'multi_head_attention_forward', 'embedding', 'embedding_bag',
+    'one_hot', 'pad', 'scaled_dot_product_attention', 'mse_loss', 'l1_loss',
+    'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
+    'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout', 'feature_alpha_dropout',
+    'gaussian_nll_loss', 'instance_norm', 'gumbel_softmax', 'triplet_margin_with_distance_loss',
 ]
 
 __getattr__ = namespace('torch.nn.functional', globals())

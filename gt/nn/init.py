@@ -1,7 +1,9 @@
 """torch.nn.init for GT tensors: each function fills a tensor (or Parameter) in place, by
 rebinding it under `no_grad`, and returns it. The draws are the ones torch makes, in its
 order, from the session's generator, so after `gt.manual_seed(s)` they equal torch's after
-`torch.manual_seed(s)` bit for bit; nothing is sent from the client.
+`torch.manual_seed(s)` bit for bit; nothing is sent from the client. With a
+`generator=` (a torch.Generator, which lives in the client) torch's initializer draws here
+and the values are uploaded, so they are torch's for that generator too.
 """
 
 import math
@@ -21,10 +23,15 @@ LINEAR_NAMES = ('linear', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d',
                 'conv_transpose2d', 'conv_transpose3d', 'sigmoid')
 
 
-def _no_generator(generator: Any) -> None:
-    if generator is not None:
-        raise TypeError('gt.nn.init draws from the session generator (seed it with '
-                        'gt.manual_seed); generator= is not supported')
+def _drawn_here(tensor: Tensor, initializer: Any, generator: torch.Generator,
+                *args: Any) -> Tensor:
+    """Fill `tensor` by torch's own `initializer` with a torch.Generator the script made:
+    the generator lives in this process, so the draw runs here, advancing it exactly as
+    torch would, and the values are uploaded into `tensor`."""
+    local = torch.empty(tuple(tensor.shape), dtype=tensor.dtype)
+    initializer(local, *args, generator=generator)
+    with no_grad():
+        return tensor.copy_(local)
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -66,14 +73,16 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
-    _no_generator(generator)
+    if generator is not None:
+        return _drawn_here(tensor, torch.nn.init.uniform_, generator, a, b)
     with no_grad():
         return tensor.uniform_(a, b)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Any = None) -> Tensor:
-    _no_generator(generator)
+    if generator is not None:
+        return _drawn_here(tensor, torch.nn.init.normal_, generator, mean, std)
     with no_grad():
         return tensor.normal_(mean, std)
 
@@ -132,7 +141,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """N(mean, std) restricted to [a, b]. torch 2.13's algorithm, draw for draw: redraw the
     values outside when [a, b] holds over 30% of the mass, else rejection-sample from
     U(a, b). Each round asks the worker whether anything is left to redraw (one fetch)."""
-    _no_generator(generator)
+    if generator is not None:
+        return _drawn_here(tensor, torch.nn.init.trunc_normal_, generator, mean, std, a, b)
 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -216,7 +226,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
     """A (semi-)orthogonal matrix over dim 0 and the rest flattened: torch's QR of a
     N(0, 1) draw (on the worker, by name), its columns' signs fixed by R's diagonal, so
     after the same seed the values are torch's."""
-    _no_generator(generator)
+    if generator is not None:
+        return _drawn_here(tensor, torch.nn.init.orthogonal_, generator, gain)
     if tensor.ndim < 2:
         raise ValueError('Only tensors with 2 or more dimensions are supported')
     if tensor.numel() == 0:
@@ -238,7 +249,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
             generator: Any = None) -> Tensor:
     """N(0, std) with a `sparsity` fraction of each column zeroed: the rows a fresh
     permutation puts first, one permutation per column, drawn in torch's order."""
-    _no_generator(generator)
+    if generator is not None:
+        return _drawn_here(tensor, torch.nn.init.sparse_, generator, sparsity, std)
     if tensor.ndim != 2:
         raise ValueError('Only tensors with 2 dimensions are supported')
     rows, cols = tensor.shape

@@ -46,6 +46,38 @@ class Linear(Module):
                 f'bias={self.bias is not None}')
 
 
+class Bilinear(Module):
+    """`y_k = x1 @ weight[k] @ x2 + bias[k]`, weight (out_features, in1_features,
+    in2_features), both drawn from U(-1/sqrt(in1_features), 1/sqrt(in1_features)) as
+    torch's `reset_parameters` draws them; torch's `bilinear` runs by name."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        kinds = {} if dtype is None else {'dtype': dtype}
+        self.weight = Parameter(zeros(out_features, in1_features, in2_features, **kinds))
+        if bias:
+            self.bias = Parameter(zeros(out_features, **kinds))
+        else:
+            self.register_parameter('bias', None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f'in1_features={self.in1_features}, in2_features={self.in2_features}, '
+                f'out_features={self.out_features}, bias={self.bias is not None}')
+
+
 class Embedding(Module):
     """A table of `num_embeddings` rows of size `embedding_dim`, drawn from N(0, 1) (the
     `padding_idx` row zeroed), or `_weight` as given (`from_pretrained`)."""

@@ -1,7 +1,7 @@
 """Pooling modules with torch.nn's arguments, attributes and repr: max and average pooling
-over 1, 2 and 3 spatial dims, adaptive average and max pooling. Each is torch's
-functional form run by name on the worker (gt/fallback.py), so values and gradients are
-torch's kernels'.
+over 1, 2 and 3 spatial dims, adaptive average and max pooling, max unpooling and power
+(LP) pooling. Each is torch's functional form run by name on the worker (gt/fallback.py),
+so values and gradients are torch's kernels'.
 """
 
 from typing import Any
@@ -143,3 +143,71 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 
 def _single(value: Any) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+class _MaxUnpoolNd(Module):
+    """The inverse of max pooling: each value back where `indices` (max pooling's
+    `return_indices`) says it came from, zeros elsewhere. torch keeps the sizes as tuples."""
+
+    dims = 1
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, self.dims)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self.dims)
+        self.padding = _ntuple(padding, self.dims)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        unpool = getattr(F, f'max_unpool{self.dims}d')
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f'kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}'
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    dims = 3
+
+
+class _LPPoolNd(Module):
+    """The p-norm of each window: (sum x^p)^(1/p)."""
+
+    dims = 1
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        pool = getattr(F, f'lp_pool{self.dims}d')
+        return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f'norm_type={self.norm_type}, kernel_size={self.kernel_size}, '
+                f'stride={self.stride}, ceil_mode={self.ceil_mode}')
+
+
+class LPPool1d(_LPPoolNd):
+    dims = 1
+
+
+class LPPool2d(_LPPoolNd):
+    dims = 2
+
+
+class LPPool3d(_LPPoolNd):
+    dims = 3
+
+
+def _ntuple(value: Any, count: int) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * count

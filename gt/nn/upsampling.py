@@ -1,7 +1,8 @@
 """Upsampling modules with torch.nn's arguments and repr: `Upsample` (and its
-`UpsamplingNearest2d` / `UpsamplingBilinear2d` forms), `PixelShuffle` and
-`PixelUnshuffle`. Each is torch's functional form (`F.interpolate`, `F.pixel_shuffle`,
-...) run by name (gt/fallback.py), so values and gradients are torch's kernels'.
+`UpsamplingNearest2d` / `UpsamplingBilinear2d` forms), `PixelShuffle`, `PixelUnshuffle`
+and `ChannelShuffle`. Each is torch's functional form (`F.interpolate`,
+`F.pixel_shuffle`, ...) run by name (gt/fallback.py), so values and gradients are
+torch's kernels'.
 """
 
 from typing import Any
@@ -76,3 +77,17 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f'downscale_factor={self.downscale_factor}'
+
+
+class ChannelShuffle(Module):
+    """Interleave the channels of `groups` groups (ShuffleNet's shuffle)."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f'groups={self.groups}'

@@ -6,7 +6,7 @@ script ports by changing its imports:
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=100)
 """
 
-from gt.optim import lr_scheduler
+from gt.optim import lr_scheduler, swa_utils
 from gt.optim.adadelta import Adadelta
 from gt.optim.adagrad import Adagrad
 from gt.optim.adam import Adam, AdamW
@@ -20,4 +20,4 @@ from gt.optim.rmsprop import RMSprop
 from gt.optim.sgd import SGD
 
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'Adadelta', 'Adamax',
-           'ASGD', 'NAdam', 'RAdam', 'LBFGS', 'lr_scheduler']
+           'ASGD', 'NAdam', 'RAdam', 'LBFGS', 'lr_scheduler', 'swa_utils']

@@ -35,6 +35,20 @@ def test_gt_manual_seed_makes_the_shuffle_torch_s():
     assert orders[0] == orders[1]
 
 
+def test_a_loader_with_its_own_generator_shuffles_as_torchs_after_a_model_is_made():
+    """The usual order: seed, make the model (random draws: on GT's workers, from torch's
+    one generator in torch), then shuffle. With the loader's own generator the batches
+    are torch's; without one they are not (README)."""
+    orders = []
+    for lib in (gt, torch):
+        lib.manual_seed(3)
+        lib.nn.Linear(20, 30)
+        loader = DataLoader(TensorDataset(lib.arange(10)), batch_size=5, shuffle=True,
+                            generator=torch.Generator().manual_seed(8))
+        orders.append([batch.tolist() for (batch,) in loader])
+    assert orders[0] == orders[1]
+
+
 def test_a_training_loop_over_a_loader_learns():
     torch.manual_seed(0)
     features = torch.randn(64, 4)

@@ -87,6 +87,18 @@ def test_where():
     assert_same(gt.where(condition[0], ints, x), torch.where(tcondition[0], tints, tx))
 
 
+def test_where_of_a_condition_alone_is_the_indices_of_its_true_elements():
+    """Old code's `rows, cols = torch.where(mask)`: torch's nonzero(as_tuple=True)."""
+    x, tx = pair(array((3, 4)))
+    got, want = gt.where(x > 0), torch.where(tx > 0)
+    assert isinstance(got, tuple) and len(got) == len(want) == 2
+    for mine, theirs in zip(got, want):
+        assert_same(mine, theirs)
+    assert_same(torch.where(x > 0)[1], want[1])  # torch's own name for it reaches GT's
+    with pytest.raises(TypeError, match='condition alone'):
+        gt.where(x > 0, x)
+
+
 def test_where_needs_a_bool_condition():
     x = gt.randn(3)
     with pytest.raises(TypeError):

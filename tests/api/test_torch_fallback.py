@@ -147,14 +147,40 @@ def test_factories_and_random_draws():
     assert_same(gt.bernoulli(x), torch.bernoulli(tx))
 
 
+def test_draws_from_a_torch_generator_are_torchs_and_advance_it():
+    """A torch.Generator lives in the script's process (a reproducible data split, say):
+    the draw runs there, so values and the generator's next state are torch's; an
+    in-place draw rebinds its tensor, so every name for it sees the values."""
+    def run(module, generator, probabilities):
+        target = module.zeros(2, 3)
+        alias = target
+        target.normal_(1.0, 2.0, generator=generator)
+        return [module.randperm(7, generator=generator),
+                module.randint(0, 9, (4,), generator=generator),
+                module.multinomial(probabilities, 5, True, generator=generator),
+                module.normal(0.0, 1.0, size=(3,), generator=generator), alias]
+
+    mine, theirs = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    p, tp = pair(np.array([0.1, 0.2, 0.7], dtype=np.float32))
+    for got, want in zip(run(gt, mine, p), run(torch, theirs, tp)):
+        assert_same(got, want, rtol=0, atol=0)
+    assert torch.equal(torch.rand(2, generator=mine), torch.rand(2, generator=theirs))
+    made = gt.randint(0, 3, (2,), generator=mine, requires_grad=False)
+    assert not made.requires_grad and made.dtype == torch.int64
+
+
 @pytest.mark.parametrize('call, error, message', [
     (lambda x: gt.from_file('x'), AttributeError, 'gt.from_file: GT does not run torch.from_file'),
-    (lambda x: gt.set_default_dtype(gt.float64), AttributeError, 'process-wide settings'),
+    (lambda x: gt.set_default_dtype(gt.float64), AttributeError, 'give dtype=gt.float64'),
+    (lambda x: gt.set_default_tensor_type(gt.DoubleTensor), AttributeError, 'dtype=gt.float64'),
+    (lambda x: gt.set_flush_denormal(True), AttributeError, 'process-wide settings'),
     (lambda x: gt.no_such_function(x), AttributeError, 'no_such_function'),
     (lambda x: x.no_such_method(), AttributeError, 'no_such_method'),
     (lambda x: x.storage(), AttributeError, 'storage'),
     (lambda x: gt.sin(x, out=x), TypeError, 'out= is not supported'),
-    (lambda x: gt.randint(0, 3, (2,), generator=torch.Generator()), TypeError, 'generator='),
+    (lambda x: gt.randint(0, 3, (2,), generator=7), TypeError, 'torch.Generator'),
+    (lambda x: x.requires_grad_().normal_(generator=torch.Generator()), NotImplementedError,
+     'no gradient for a draw'),
     (lambda x: gt.view_as_complex(x[:, :2]), TypeError, 'complex64'),
     (lambda x: gt.einsum('ij,jk->ik', x, x), ValueError, 'torch.einsum'),
     (lambda x: gt.cumsum(x, dim=5), ValueError, 'torch.cumsum: Dimension out of range'),

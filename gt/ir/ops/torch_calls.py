@@ -95,10 +95,29 @@ def _is_tensor(item: Any) -> bool:
     return isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T'
 
 
+def _ctc_loss_result(log_probs: torch.Tensor, targets: Any, input_lengths: Any,
+                     target_lengths: Any, blank: int = 0, reduction: str = 'mean',
+                     zero_infinity: bool = False) -> torch.Tensor:
+    """A loss per sequence of the batch (a 0-d one unbatched), or their mean or sum."""
+    batched = log_probs.dim() == 3
+    shape = (log_probs.shape[1],) if batched and reduction == 'none' else ()
+    return torch.empty(shape, dtype=log_probs.dtype, device='meta')
+
+
+# Functions torch has no meta kernel for, whose result shapes do not depend on the values:
+# their results on meta tensors, so that they record (and differentiate) like the rest
+# instead of running in the client. A genuine error in the arguments then shows on the
+# worker, named, at the next materialization.
+META_RESULTS = {'torch.nn.functional.ctc_loss': _ctc_loss_result}
+
+
 def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Signature:
     _checked(fn, types, args, kwargs)
     device = {'device': 'meta'} if factory else {}
     tensors = [torch.empty(t.shape, dtype=TORCH_DTYPES[t.dtype], device='meta') for t in types]
+    if fn in META_RESULTS:
+        positional, keywords = decode_call(args, kwargs, tensors)
+        return _described(fn, META_RESULTS[fn](*positional, **keywords), dynamic=False)
     try:
         result = call(fn, tensors, args, dict(kwargs, **device))
     except Exception as meta_error:
