@@ -54,6 +54,7 @@ SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: 
 PING_SECONDS = 1.0
 KEEP_ALIVE_SECONDS = 1.0
 STARTUP_SECONDS = float(os.environ.get('GT_STARTUP_TIMEOUT', '120'))
+FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
@@ -110,6 +111,7 @@ class Client:
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
+        self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.next_request = 0
         self.closed = False
         self.probe = shared_memory.make_probe() if shared_memory.available() else ''
@@ -352,6 +354,20 @@ class Client:
         return self.socket in dict(poller.poll(milliseconds))
 
     def _raise_errors(self, errors: list) -> None:
+        """Raise the first failure not raised before. An op that ran on several workers
+        fails on each, and each worker hands its report to the next fetch that involves
+        it: the user hears of the op once, not again at an unrelated later fetch."""
+        fresh = []
+        for error in errors:
+            key = (error[0], error[1])
+            if key[0] is None or key[1] is None:
+                fresh.append(error)
+            elif key not in self.failed_ops:
+                self.failed_ops[key] = None
+                fresh.append(error)
+        while len(self.failed_ops) > FAILED_OPS_KEPT:
+            del self.failed_ops[next(iter(self.failed_ops))]
+        errors = fresh
         if not errors:
             return
         base, location, op, message = errors[0]

@@ -106,3 +106,20 @@ def test_nonsense_configs_on_the_wire_are_skipped(four):
     # workers 3 and 1, in its order
     assert first in ('R@w0', 'R@w1', 'R@w2', 'R@w3') and second == 'S0@w3,w1', ir
     assert four.server.poll() is None
+
+
+@pytest.mark.time_limit(90)
+def test_an_op_that_failed_on_several_workers_is_reported_once(four):
+    """A function run by name on a matrix sharded over two workers runs on both (each
+    gathers the matrix), and fails on both. The fetch raises it; a later fetch served by
+    the other worker, which holds its own report of the same failure, must not raise it
+    again for an unrelated value."""
+    gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+    with connected(four.address):
+        with gt.signal.context('rows'):
+            matrix = gt.signal.tensor(-gt.eye(4), name='rows')
+        factor = gt.linalg.cholesky(matrix)
+        with pytest.raises(gt.WorkerError, match='cholesky'):
+            factor.tolist()
+        for _ in range(3):
+            assert (matrix * 2).sum(0).tolist() == [-2.0] * 4  # pieces on both workers
