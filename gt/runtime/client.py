@@ -273,7 +273,7 @@ class Client:
         diagnostics.debug('client', lambda: (
             f'fetched {len(value_ids)} value(s) in '
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
-        self._raise_errors(reply.errors)
+        self._raise_errors(reply.errors, any(header is None for header in reply.tensors))
         frames = iter(frames)
         return [_assemble(header, frames) for header in reply.tensors]
 
@@ -353,10 +353,11 @@ class Client:
         poller.register(self.handshake.monitor, zmq.POLLIN)
         return self.socket in dict(poller.poll(milliseconds))
 
-    def _raise_errors(self, errors: list) -> None:
+    def _raise_errors(self, errors: list, value_failed: bool = False) -> None:
         """Raise the first failure not raised before. An op that ran on several workers
         fails on each, and each worker hands its report to the next fetch that involves
-        it: the user hears of the op once, not again at an unrelated later fetch."""
+        it: the user hears of the op once, not again at an unrelated later fetch. A fetch
+        of a value that failed (`value_failed`) always raises, naming the op again."""
         fresh = []
         for error in errors:
             key = (error[0], error[1])
@@ -367,6 +368,8 @@ class Client:
                 fresh.append(error)
         while len(self.failed_ops) > FAILED_OPS_KEPT:
             del self.failed_ops[next(iter(self.failed_ops))]
+        if value_failed and not fresh:
+            fresh = errors or [[None, None, 'fetch', 'the value failed on a worker']]
         errors = fresh
         if not errors:
             return
