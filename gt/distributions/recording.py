@@ -21,16 +21,16 @@ from torch.overrides import TorchFunctionMode
 
 from gt import fallback
 from gt.creation import as_tensor, tensor
-from gt.distributions import client_draws
+from gt.distributions import worker_draws
 from gt.functional import stack
 from gt.tensor import Tensor
 from gt.tensor_device import GT_DEVICE
 
-# torch's private samplers for the gamma family, which the workers do not run by name
-# (gt/ir/torch_functions.py refuses names that start with '_'): drawn in this process.
-CLIENT_DRAWS: dict[Callable, Callable] = {
-    torch._standard_gamma: client_draws.standard_gamma,
-    torch._sample_dirichlet: client_draws.dirichlet,
+# torch's private samplers for the gamma family: GT runs them by name as random calls,
+# without a gradient, so the gradient is attached here (gt/distributions/worker_draws.py).
+GAMMA_DRAWS: dict[Callable, Callable] = {
+    torch._standard_gamma: worker_draws.standard_gamma,
+    torch._sample_dirichlet: worker_draws.dirichlet,
 }
 # torch.tensor and torch.as_tensor are GT's own forms (the fallback refuses both names).
 DATA_FACTORIES: dict[Callable, Callable] = {torch.tensor: tensor, torch.as_tensor: as_tensor}
@@ -50,9 +50,9 @@ class _DistributionMode(TorchFunctionMode):
             return fallback.torch_function(func, args, kwargs)
         if func is torch.broadcast_tensors:
             return _broadcast(args)
-        client_draw = CLIENT_DRAWS.get(func)
-        if client_draw is not None:
-            return client_draw(*args, **kwargs)
+        gamma_draw = GAMMA_DRAWS.get(func)
+        if gamma_draw is not None:
+            return gamma_draw(*args, **kwargs)
         if func is torch._is_all_true and isinstance(args[0], Tensor):
             return _all_true(args[0])
         return func(*args, **kwargs)

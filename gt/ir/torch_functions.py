@@ -54,6 +54,10 @@ REFUSAL_ADVICE = {
     'modules',
     'torch.set_default_device': 'GT places tensors on its workers itself; leave the call out',
 }
+# Private torch functions GT runs all the same: the gamma family's samplers and their
+# implicit gradients, which torch.distributions calls (gt/distributions/worker_draws.py).
+PRIVATE_ALLOWED = frozenset({'torch._standard_gamma', 'torch._sample_dirichlet',
+                             'torch._standard_gamma_grad', 'torch._dirichlet_grad'})
 REFUSED_PREFIXES = ('_', 'set_', 'is_inference', 'is_grad', 'is_anomaly', 'is_autocast',
                     'is_deterministic', 'is_warn', 'are_deterministic', 'get_', 'save',
                     'load', 'to_dlpack')
@@ -66,7 +70,8 @@ RANDOM = frozenset({
     'torch.bernoulli', 'torch.multinomial', 'torch.poisson', 'torch.rand_like',
     'torch.randn_like', 'torch.randint_like', 'torch.dropout', 'torch.alpha_dropout',
     'torch.feature_dropout', 'torch.feature_alpha_dropout', 'torch.rrelu', 'torch.rrelu_',
-    'torch.binomial', 'Tensor.random_', 'Tensor.uniform_', 'Tensor.normal_',
+    'torch.binomial', 'torch._standard_gamma', 'torch._sample_dirichlet', 'Tensor.random_',
+    'Tensor.uniform_', 'Tensor.normal_',
     'Tensor.bernoulli', 'Tensor.bernoulli_', 'Tensor.exponential_', 'Tensor.geometric_',
     'Tensor.cauchy_', 'Tensor.log_normal_', 'Tensor.multinomial',
     'torch.nn.functional.dropout', 'torch.nn.functional.dropout1d',
@@ -97,7 +102,8 @@ def resolve(name: str) -> Callable:
     dunder = attribute in ('__getitem__', '__setitem__') and namespace == 'Tensor'
     if name in REFUSAL_ADVICE:
         raise ValueError(f'torch_call: GT does not run {name}: {REFUSAL_ADVICE[name]}')
-    if name in REFUSED or (attribute.startswith(REFUSED_PREFIXES) and not dunder):
+    if name in REFUSED or (attribute.startswith(REFUSED_PREFIXES) and not dunder
+                           and name not in PRIVATE_ALLOWED):
         raise ValueError(f'torch_call: GT does not run {name} (it does I/O, loads code, '
                          'changes process-wide settings, or has a GT form of its own)')
     function = getattr(owner, attribute, None)

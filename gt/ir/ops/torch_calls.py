@@ -108,7 +108,14 @@ def _ctc_loss_result(log_probs: torch.Tensor, targets: Any, input_lengths: Any,
 # their results on meta tensors, so that they record (and differentiate) like the rest
 # instead of running in the client. A genuine error in the arguments then shows on the
 # worker, named, at the next materialization.
-META_RESULTS = {'torch.nn.functional.ctc_loss': _ctc_loss_result}
+def _like_first(first: torch.Tensor, *rest: Any) -> torch.Tensor:
+    return torch.empty_like(first, device='meta')
+
+
+META_RESULTS = {'torch.nn.functional.ctc_loss': _ctc_loss_result,
+                'torch._sample_dirichlet': _like_first,
+                'torch._standard_gamma_grad': _like_first,
+                'torch._dirichlet_grad': _like_first}
 
 
 def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Signature:
