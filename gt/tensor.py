@@ -371,6 +371,9 @@ def _remember(key: tuple, types: tuple) -> None:
 
 
 _new_object = object.__new__
+# The attrs of every op recorded without any: one shared dict, since recorded ops are
+# never changed after, rather than one allocation per op in elementwise loops.
+NO_ATTRS: dict = {}
 
 
 def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = None) -> Tensor:
@@ -439,7 +442,7 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
         types = _infer(op, (left._type, right._type), {})
         _remember(key, types)
     client = left._client
-    out = wrap(client.record(op, [left._id, right._id], {}, 1, current_scope()), types[0],
+    out = wrap(client.record(op, [left._id, right._id], NO_ATTRS, 1, current_scope()), types[0],
                client)
     if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
         autograd.record(op, [left, right], [out], {})

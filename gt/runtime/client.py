@@ -189,7 +189,7 @@ class Client:
                     index = pending.external_index[value_id] = len(pending.externals)
                     pending.externals.append(value_id)
                 refs.append(-1 - index)
-        pending.records.append([op, refs, attrs, scope])
+        pending.records.append((op, refs, attrs, scope))
         pending.locations.append(location or user_location())
         first = self.next_id
         self.next_id += n_outputs
