@@ -47,7 +47,7 @@ def main() -> int:
     a, c = gt.randn(4, 4), gt.randn(4, 4)
     c.numpy()  # start the server before timing
     report(f'{CHAIN}-op chain on 4x4, one fetch',
-           *alternating(torch_chain, lambda: gt_chain(a, c), repeats=40), 2.0)
+           *alternating(torch_chain, lambda: gt_chain(a, c), repeats=100), 2.0)
     report('1000x1000 matmul + fetch', *alternating(torch_matmul, gt_matmul), 1.2)
     stats = gt.debug.get_dispatcher_stats()
     print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")
