@@ -10,6 +10,8 @@ compiled region instead of one op (see gt.runtime.regions).
 
 from typing import Any, Callable, NamedTuple
 
+from gt.runtime.buffer_reuse import IN_PLACE
+
 
 class Step(NamedTuple):
     """One call: `function(ctx?, *slots[in_slots], **attrs)` defining `out_slots`."""
@@ -21,11 +23,14 @@ class Step(NamedTuple):
     out_slots: tuple
     op: str
     returns_sequence: bool  # a list or tuple of outputs (else the one output itself)
+    reuse: int | None = None  # the operand whose memory the result may take
 
 
-def generate(steps: list[Step], input_slots: list[int], result_slots: list[int]) -> Callable:
+def generate(steps: list[Step], input_slots: list[int], result_slots: list[int],
+             reuse_buffers: bool = False) -> Callable:
     """Return `run(inputs, context) -> [value of each result slot]`, where `inputs` are
-    the values of `input_slots` in order."""
+    the values of `input_slots` in order. With `reuse_buffers`, a step marked `reuse`
+    calls its function's in-place twin on that operand (gt.runtime.buffer_reuse)."""
     kept = set(result_slots)
     last_use: dict[int, int] = {}
     for index, step in enumerate(steps):
@@ -38,6 +43,11 @@ def generate(steps: list[Step], input_slots: list[int], result_slots: list[int])
     for index, step in enumerate(steps):
         namespace[f'f{index}'] = step.function
         args = [f's{i}' for i in step.in_slots]
+        in_place = IN_PLACE.get(step.function) if reuse_buffers and step.reuse is not None \
+            else None
+        if in_place is not None:
+            namespace[f'f{index}'] = in_place
+            args.insert(0, args.pop(step.reuse))
         if step.takes_context:
             args.insert(0, 'ctx')
         if step.attrs:

@@ -12,6 +12,7 @@ from typing import Any
 import msgpack
 
 from gt.ir import OPS, Graph, Value
+from gt.runtime.buffer_reuse import reusable_operands
 from gt.runtime.codegen import Step, generate
 from gt.runtime.compiled_program import CompiledProgram
 from gt.runtime.compiler import Compiler
@@ -25,13 +26,15 @@ def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: li
                    ) -> bytes:
     """`keep` pairs values with the fragment-local indices they are stored under (two
     indices may share a value). Each instruction carries its node's location, so that
-    an error can name the client op. `compile_spec` is None or `[when, backend, steps]`
-    (see gt.runtime.compiled_program)."""
+    an error can name the client op, and the operand whose memory its result may take
+    (gt.runtime.buffer_reuse). `compile_spec` is None or `[when, backend, steps]` (see
+    gt.runtime.compiled_program)."""
     slot: dict[int, int] = {id(value): index for index, value in enumerate(graph.inputs)}
     instructions = []
-    for node in graph.nodes:
+    reusable = reusable_operands(graph, [value for value, _ in keep])
+    for node, reuse in zip(graph.nodes, reusable):
         instructions.append((node.op, [slot[id(v)] for v in node.inputs], node.attrs,
-                             len(node.outputs), node.location))
+                             len(node.outputs), node.location, reuse))
         for value in node.outputs:
             slot[id(value)] = len(slot)
     kept = [(slot[id(value)], local) for value, local in keep]
@@ -65,13 +68,14 @@ class Program:
         self.locations = []
         self.moves = set()  # steps that move data: they run even on failed inputs
         slot = self.n_inputs
-        for op, in_slots, attrs, n_outputs, location in instructions:
+        for op, in_slots, attrs, n_outputs, location, reuse in instructions:
             row = OPS[op]
             if row.communication:
                 self.moves.add(len(self.steps))
             takes_context = row.takes_context
             self.steps.append(Step(implementation(row), takes_context, tuple(in_slots), attrs,
-                                   tuple(range(slot, slot + n_outputs)), op, n_outputs != 1))
+                                   tuple(range(slot, slot + n_outputs)), op, n_outputs != 1,
+                                   reuse))
             self.locations.append(location)
             slot += n_outputs
         self.result_slots = [slot for slot, _ in self.keep]
@@ -92,7 +96,8 @@ class Program:
         """
         self.runs += 1
         if self.generated is None and self.runs >= HOT_RUNS:
-            self.generated = generate(self.steps, list(range(self.n_inputs)), self.result_slots)
+            self.generated = generate(self.steps, list(range(self.n_inputs)), self.result_slots,
+                                      reuse_buffers=True)
         fast, is_compiled = self.generated, False
         if self.compiled is not None and self.runs >= self.compiled.first_run:
             runner, is_compiled = self.compiled.runner(inputs)

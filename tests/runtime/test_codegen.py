@@ -12,6 +12,9 @@ ENGINE = TorchEngine('cpu')
 
 
 def program(instructions: list, n_inputs: int, keep: list) -> Program:
+    """A program from `(op, in_slots, attrs, n_outputs, location)`s, none marked to reuse
+    an operand's memory."""
+    instructions = [(*instruction, None) for instruction in instructions]
     return Program(msgpack.packb((instructions, n_inputs, keep, None)), ENGINE.implementation)
 
 

@@ -104,9 +104,9 @@ def encode(op: str, samples: list[tuple[list, dict]], spec: list | None) -> byte
         in_slots = list(range(next_input, next_input + len(inputs)))
         next_input += len(inputs)
         outputs = OPS[op].infer(tuple(type_of(x) for x in inputs), **attrs)
-        instructions.append((op, in_slots, attrs, len(outputs), location))
+        instructions.append((op, in_slots, attrs, len(outputs), location, None))
         then = 'logical_not' if outputs[0].dtype == 'bool' else 'neg'
-        instructions.append((then, [slot], {}, 1, location))
+        instructions.append((then, [slot], {}, 1, location, None))
         slot += len(outputs) + 1
     keep = [(s, s - n_inputs) for s in range(n_inputs, slot)]
     return msgpack.packb((instructions, n_inputs, keep, spec), use_bin_type=True)

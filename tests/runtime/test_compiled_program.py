@@ -40,7 +40,7 @@ def compiler():
 
 
 def program(spec: list | None, compiler: Compiler | None) -> Program:
-    encoded = msgpack.packb((INSTRUCTIONS, 2, KEEP, spec))
+    encoded = msgpack.packb(([(*i, None) for i in INSTRUCTIONS], 2, KEEP, spec))
     return Program(encoded, ENGINE.implementation, compiler)
 
 
@@ -116,7 +116,7 @@ def test_only_steps_marked_by_a_compile_signal_join_regions(compiler):
 
 
 def test_an_op_failing_in_a_compiled_region_is_reported_for_that_op(compiler):
-    instructions = [('floor_divide', [0, 1], {}, 1, 7), ('neg', [2], {}, 1, 8)]
+    instructions = [('floor_divide', [0, 1], {}, 1, 7, None), ('neg', [2], {}, 1, 8, None)]
     encoded = msgpack.packb((instructions, 2, [(3, 1)], ['always', 'eager', None]))
     p = Program(encoded, ENGINE.implementation, compiler)
     ones, zeros = torch.ones(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64)
