@@ -1,5 +1,5 @@
 """What GT's debug utilities show: the autograd tape, the IR of the last fragment (on
-each worker too), backward passes replayed, the workers' statistics with this session's
+each worker too, and drawn), backward passes replayed, the workers' statistics with this session's
 share, and the switches that print each component's messages.
 
     python examples/debug_demo.py
@@ -8,6 +8,9 @@ share, and the switches that print each component's messages.
     GT_DEBUG_WORKER=1 GT_DEBUG_CLIENT=1 python examples/debug_demo.py
 """
 
+import os
+import shutil
+import tempfile
 import time
 
 import gt
@@ -23,6 +26,11 @@ gt.debug.print_tape()
 loss.backward()
 print('\nThe last fragment, as the dispatcher planned it:')
 gt.debug.dump_ir()
+print('\nThe same fragment as each worker runs it, with its local shapes:')
+gt.debug.dump_ir(workers=True)
+drawing = os.path.join(tempfile.gettempdir(), 'gt_debug_demo.svg' if shutil.which('dot')
+                       else 'gt_debug_demo.dot')  # .dot: Graphviz's source, without Graphviz
+print(f'\nDrawn with gt.debug.view_ir: {gt.debug.view_ir(drawing)}')
 print(f'\nloss = {loss.item():.4f}, |grad a| = {a.grad.abs().sum().item():.4f}')
 
 # The same tape again: the second backward records its ops, the third replays them.

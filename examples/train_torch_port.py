@@ -15,11 +15,10 @@ import math
 import os
 import tempfile
 
-import gt.optim as optim
-
 import gt as torch
 import gt.nn as nn
 import gt.nn.functional as F
+import gt.optim as optim
 
 CLASSES, FEATURES, HIDDEN = 4, 16, 64
 STEPS, BATCH = 60, 32

@@ -85,7 +85,7 @@ from gt.legacy_types import (
     LongTensor,
     ShortTensor,
 )
-from gt.runtime.client import OutOfMemoryError, WorkerError
+from gt.runtime.client import ClosedSessionError, OutOfMemoryError, WorkerError
 from gt.runtime.client import connect as _connect
 from gt.runtime.client import current as _current
 from gt.runtime.client import set_auto_workers as gpu_workers
@@ -135,7 +135,8 @@ __all__ = [
     'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
-    'debug', 'WorkerError', 'OutOfMemoryError', 'InvalidOpError', 'linalg', 'special', 'fft',
+    'debug', 'WorkerError', 'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError',
+    'linalg', 'special', 'fft',
     'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',

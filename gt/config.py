@@ -120,13 +120,13 @@ def _parse(path: str | os.PathLike[str], name: object, body: object) -> SignalCo
     if not isinstance(body, dict):
         raise ConfigError(f'{where}: expected a mapping with {", ".join(SIGNAL_KEYS)}, got '
                           f'{body!r}')
-    _check_keys(where, '', body, SIGNAL_KEYS)
     try:
+        _check_keys('', body, SIGNAL_KEYS)
         shard = body.get('shard')
         if shard is not None:
             if not isinstance(shard, dict):
                 raise ConfigError(f'shard must be a mapping with axis and workers, got {shard!r}')
-            _check_keys(where, 'shard.', shard, SHARD_KEYS)
+            _check_keys('shard.', shard, SHARD_KEYS)
             shard = ShardConfig(axis=shard.get('axis', 0), workers=shard.get('workers'))
         backward = body.get('backward')
         if backward is not None and (not isinstance(backward, str) or not backward):
@@ -138,8 +138,8 @@ def _parse(path: str | os.PathLike[str], name: object, body: object) -> SignalCo
         raise ConfigError(f'{where}: {error}') from None
 
 
-def _check_keys(where: str, prefix: str, mapping: dict, allowed: tuple) -> None:
+def _check_keys(prefix: str, mapping: dict, allowed: tuple) -> None:
     for key in mapping:
         if key not in allowed:
-            raise ConfigError(f'{where}: unknown field {prefix}{key} (expected '
+            raise ConfigError(f'unknown field {prefix}{key} (expected '
                               f'{", ".join(prefix + a for a in allowed)})')

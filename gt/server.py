@@ -20,13 +20,15 @@ from gt.runtime.transport import (
     exit_with_parent,
     local_socket_path,
     serve_until_stopped,
+    tcp_port,
     terminate_on_sigterm,
 )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog='python -m gt.server', description=__doc__)
-    parser.add_argument('-p', '--port', type=int, default=12345, help='TCP port (default 12345)')
+    parser.add_argument('-p', '--port', type=tcp_port, default=12345,
+                        help='TCP port (default 12345)')
     parser.add_argument('--host', default='127.0.0.1',
                         help='interface to bind (default loopback; 0.0.0.0 for all)')
     parser.add_argument('--endpoint', help='a ZeroMQ endpoint to bind instead of host:port')

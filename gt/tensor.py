@@ -419,6 +419,9 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
         if key is not None:
             _remember(key, types)
     client = inputs[0]._client if inputs else connection.current()
+    for tensor in inputs:
+        if tensor._client is not client:
+            _refuse_mixed_sessions(client, tensor._client)
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
     if len(types) == 1:
         result = wrap(first, types[0], client)
@@ -442,11 +445,24 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
         types = _infer(op, (left._type, right._type), {})
         _remember(key, types)
     client = left._client
+    if right._client is not client:
+        _refuse_mixed_sessions(client, right._client)
     out = wrap(client.record(op, [left._id, right._id], NO_ATTRS, 1, current_scope()), types[0],
                client)
     if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
         autograd.record(op, [left, right], [out], {})
     return out
+
+
+def _refuse_mixed_sessions(one: Any, other: Any) -> None:
+    """Value ids are per session: an op on tensors of two sessions would read the wrong
+    values, so it raises (naming the ended session when one has ended)."""
+    for client in (one, other):
+        if client.closed:
+            raise connection.ClosedSessionError(
+                connection.SESSION_ENDED.format(session=client.session))
+    raise InvalidOpError(f'this op mixes tensors of GT sessions {one.session} and '
+                         f'{other.session}; a tensor lives in the session that made it')
 
 
 def emit(op: str, *operands: Any, **attrs: Any) -> Any:
@@ -473,7 +489,7 @@ def binary(op: str, left: Any, right: Any) -> Tensor:
         tensor = left if isinstance(left, Tensor) else right
         number = right if tensor is left else left
         if op == 'sub' and isinstance(number, bool):
-            raise TypeError('subtraction with a bool is not supported; use ~ or logical_not')
+            raise InvalidOpError('subtraction with a bool is not supported; use ~ or logical_not')
         if (op == 'pow' and tensor is left and isinstance(number, int) and number < 0
                 and tensor._type.dtype not in FLOATING):
             raise RuntimeError('integers to negative integer powers are not allowed')

@@ -12,6 +12,7 @@ from gt.runtime.transport import (
     endpoint_for,
     exit_with_parent,
     serve_until_stopped,
+    tcp_port,
     terminate_on_sigterm,
 )
 
@@ -19,7 +20,7 @@ from gt.runtime.transport import (
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog='python -m gt.worker', description=__doc__)
     parser.add_argument('--host', default='localhost', help="the dispatcher's host")
-    parser.add_argument('-p', '--port', type=int, default=12345, help="the dispatcher's port")
+    parser.add_argument('-p', '--port', type=tcp_port, default=12345, help="the dispatcher's port")
     parser.add_argument('--endpoint', help='a ZeroMQ endpoint to connect to instead')
     parser.add_argument('--backend', choices=['torch', 'numpy'], default='torch',
                         help='engine that runs ops (default torch)')
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     endpoint = args.endpoint or endpoint_for(f'{args.host}:{args.port}')
     from gt.runtime.worker import Worker
 
-    worker = Worker(endpoint, args.backend, args.device, keys)
+    worker = Worker(endpoint, args.backend, args.device, keys,
+                    say_if_unanswered=not args.exit_with_parent)
     greeting = f'gt.worker: {worker.engine.describe()} connected to {endpoint}'
     serve_until_stopped(worker.serve_forever, greeting)
 

@@ -248,6 +248,7 @@ def test_a_malformed_signal_names_file_signal_and_field_and_registers_nothing(
     with pytest.raises(ConfigError) as raised:
         gt.load_config(path)
     assert str(raised.value).startswith(f"{path}: signal 'forward_layer9': ")
+    assert str(raised.value).count(str(path)) == 1  # said once, not once per level
     assert field in str(raised.value)
     assert wire_form() == {}  # the good signals before it were not registered either
 

@@ -6,6 +6,7 @@ raises them at the user's line.
 
 from gt.ir.dtypes import DIMENSIONED, DTYPES, FLOATING, ZERO_DIM, result_type
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -84,7 +85,7 @@ def check_dtype(op: str, dtype: object) -> str:
 def require_floating(op: str, *types: TensorType) -> None:
     for t in types:
         if t.dtype not in FLOATING:
-            raise TypeError(f'{op}: expected a floating point tensor, got {t.dtype} '
+            raise InvalidOpError(f'{op}: expected a floating point tensor, got {t.dtype} '
                             f'(cast it first, e.g. x.float())')
 
 
@@ -92,13 +93,13 @@ def require_integral(op: str, *types: TensorType) -> None:
     """Bitwise ops take integers and bools only, as in torch."""
     for t in types:
         if t.dtype in FLOATING:
-            raise TypeError(f'{op}: expected an integer or bool tensor, got {t.dtype}')
+            raise InvalidOpError(f'{op}: expected an integer or bool tensor, got {t.dtype}')
 
 
 def forbid_bool(op: str, *types: TensorType) -> None:
     for t in types:
         if t.dtype == 'bool':
-            raise TypeError(f'{op}: not supported for bool tensors')
+            raise InvalidOpError(f'{op}: not supported for bool tensors')
 
 
 def check_shape(op: str, shape: list[int] | tuple[int, ...]) -> tuple[int, ...]:

@@ -6,6 +6,7 @@ ValueError naming both shapes instead of broadcasting with a warning.
 import torch
 
 from gt.functional import where
+from gt.ir.invalid_op import InvalidOpError
 from gt.tensor import Tensor, emit
 
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -183,8 +184,8 @@ def _check_classes(log_p: Tensor, target: Tensor, weight: Tensor | None, reducti
                          f'{list(expected)} (one class index per row), got '
                          f'{list(target.shape)}')
     if target.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f'{name}: expected an int64 (or int32) tensor of class indices as the '
-                        f'target, got {target.dtype}')
+        raise InvalidOpError(f'{name}: expected an int64 (or int32) tensor of class indices as '
+                             f'the target, got {target.dtype}')
     if weight is not None and tuple(weight.shape) != (log_p.shape[class_dim],):
         raise ValueError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
                          f'class ({log_p.shape[class_dim]})')

@@ -13,6 +13,7 @@ import socket as sockets
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 
 import msgpack
@@ -52,6 +53,7 @@ from gt.runtime.transport import dealer, endpoint_for, receive, send
 FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
 SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
 PING_SECONDS = 1.0
+WORKERLESS_NOTICE_SECONDS = 5.0  # waiting this long at connect for a worker: say so
 KEEP_ALIVE_SECONDS = 1.0
 STARTUP_SECONDS = float(os.environ.get('GT_STARTUP_TIMEOUT', '120'))
 FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
@@ -73,6 +75,16 @@ class OutOfMemoryError(WorkerError):
 
 OUT_OF_MEMORY = ('OutOfMemory', 'out of memory', "can't allocate memory", 'MemoryError',
                  'not enough memory')
+
+
+class ClosedSessionError(RuntimeError):
+    """A tensor of a session that ended (gt.connect() replaced it, or its connection was
+    closed) was used: its values lived in that session and are gone."""
+
+
+SESSION_ENDED = ("this tensor belongs to GT session {session}, which has ended (gt.connect() "
+                 "opened a new one, or the connection was closed): its values are gone. Make "
+                 "tensors after connecting, or copy them out with .numpy() before reconnecting")
 
 
 class PendingFragment:
@@ -162,13 +174,15 @@ class Client:
         self.config_version = config.version()
         auto_shard = os.environ.get('GT_AUTO_SHARD', '1') != '0'
         configs = config.wire_form()
-        if os.environ.get('GT_VERBOSE') == '1':
-            for name, (_, workers, _, _) in configs.items():
-                missing = [w for w in workers or () if w >= len(self.workers)]
-                if missing:
-                    print(f'gt: signal {name!r} names workers {missing}, but only '
-                          f'{len(self.workers)} joined; it runs on those there are',
-                          file=sys.stderr)
+        live = [w['index'] for w in self.workers]
+        for name, (_, workers, _, _) in configs.items():
+            missing = [w for w in workers or () if w not in live]
+            if missing:
+                warnings.warn(
+                    f'signal {name!r} names worker(s) {missing}, which are not among the live '
+                    f'workers {live}; it runs on those of its workers that are (or unsharded). '
+                    'Workers are numbered as they join, and a restarted worker gets a new '
+                    'number: gt.debug.print_worker_stats() lists them', stacklevel=2)
         send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
                                    self.compile_wish))
 
@@ -226,6 +240,8 @@ class Client:
                 f'this GT connection belongs to process {self.pid}; a forked child cannot use '
                 'it (its socket is shared with the parent). Call gt.connect() in the child, '
                 'or create GT tensors only after forking')
+        if self.closed:
+            raise ClosedSessionError(SESSION_ENDED.format(session=self.session))
         pending, self.pending = self.pending, PendingFragment(self.next_id)
         releases, self.releases = self.releases, []
         self.next_request += 1
@@ -311,6 +327,7 @@ class Client:
     def _wait(self, kind: type, request: int | None = None, startup: bool = False):
         last_heard = last_ping = time.monotonic()
         started = last_heard
+        noticed = False
         while True:
             if self._poll(250):
                 try:
@@ -336,6 +353,13 @@ class Client:
                     f'no answer from the GT dispatcher at {self.endpoint} for '
                     f'{SILENCE_SECONDS:.0f} s: is it running?'
                     + (self.handshake.hint() if self.handshake else ''))
+            if (startup and not starting_locally and not noticed
+                    and now - started > WORKERLESS_NOTICE_SECONDS):
+                noticed = True
+                print(f'gt: the dispatcher at {self.endpoint} answers, but no worker has '
+                      f'joined it yet; waiting up to {STARTUP_SECONDS:.0f} s '
+                      '(GT_STARTUP_TIMEOUT) for one (python -m gt.worker --host H -p PORT)',
+                      file=sys.stderr, flush=True)
             if startup and now - started > STARTUP_SECONDS:
                 raise ConnectionError(f'no GT worker joined the dispatcher at {self.endpoint} '
                                       f'within {STARTUP_SECONDS:.0f} s')

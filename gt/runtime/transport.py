@@ -1,6 +1,7 @@
 """ZeroMQ plumbing shared by the client, dispatcher and worker: addresses, sockets,
 and sending a record with its tensor frames."""
 
+import argparse
 import os
 import signal
 import sys
@@ -20,14 +21,25 @@ def local_socket_path(port: int) -> str:
     return os.path.join(tempfile.gettempdir(), f'gt-{os.getuid()}-port-{port}.ipc')
 
 
+def tcp_port(text: str) -> int:
+    """A command line's port: an integer from 1 to 65535 (ZeroMQ would take others and
+    wrap or refuse them later, far from the mistake)."""
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a TCP port (1 to 65535)')
+    return int(text)
+
+
 def endpoint_for(address: str) -> str:
     """`'localhost:12345'` -> the server's ipc socket when it has one, else
     `'tcp://127.0.0.1:12345'`; full ZeroMQ endpoints pass through."""
+    if not isinstance(address, str):
+        raise TypeError(f'expected an address like "localhost:12345", got {address!r}')
     if '://' in address:
         return address
     host, separator, port = address.rpartition(':')
-    if not separator or not port.isdigit():
-        raise ValueError(f'expected an address like "localhost:12345", got {address!r}')
+    if not separator or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f'expected an address like "localhost:12345" (a port from 1 to '
+                         f'65535), got {address!r}')
     if host in LOCAL_HOSTS:
         if os.path.exists(local_socket_path(int(port))):
             return f'ipc://{local_socket_path(int(port))}'

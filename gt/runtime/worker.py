@@ -5,6 +5,7 @@ may run on its express lane beside a long one (gt.runtime.express_lane)."""
 import gc
 import os
 import socket as sockets
+import sys
 import threading
 import time
 import traceback
@@ -40,12 +41,15 @@ from gt.runtime.protocol import (
 from gt.runtime.transport import dealer, receive, send
 
 HEARTBEAT_SECONDS = 0.5
+NO_SERVER_NOTICE_SECONDS = 5.0  # silence after registering before the worker says so
 
 
 class Worker:
     def __init__(self, endpoint: str, engine: str = 'torch', device: str | None = None,
-                 keys: Keys | None = None):
+                 keys: Keys | None = None, say_if_unanswered: bool = True):
         self.endpoint = endpoint
+        # A worker of a local server starts beside its dispatcher: a slow start is no news.
+        self.say_if_unanswered = say_if_unanswered
         self.engine = make_engine(engine, device)
         name = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'
         self.identity = name.encode()
@@ -142,8 +146,14 @@ class Worker:
 
     def _await_handshake(self) -> None:
         """Wait for the dispatcher's socket to complete its handshake (ZeroMQ would fail a
-        wrong CURVE key in silence), then stop watching."""
+        wrong CURVE key in silence), then stop watching. It connects in silence too, so a
+        worker started before its server (or at a wrong address) says so, once."""
         try:
+            if (self.say_if_unanswered
+                    and not self.handshake.check(int(NO_SERVER_NOTICE_SECONDS * 1000))):
+                print(f'gt.worker: no GT server has answered at {self.endpoint} in '
+                      f'{NO_SERVER_NOTICE_SECONDS:.0f} s; still trying (is python -m gt.server '
+                      'running there?)', file=sys.stderr, flush=True)
             self.handshake.wait()
         except ConnectionError as error:
             raise SystemExit(f'gt.worker: {error}') from None

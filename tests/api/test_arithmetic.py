@@ -95,7 +95,7 @@ def test_unary_minus_and_plus_and_abs():
         assert_same(abs(got), abs(want))
         assert_same(got.neg(), want.neg())
     bools, _ = made((3,), torch.bool)
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         -bools  # torch refuses too
 
 
@@ -234,7 +234,7 @@ def test_pow_edge_cases_of_integers_and_bools():
     assert_same((-3) ** ints.abs(), (-3) ** tints.abs())
     assert_same(bools ** 2, tbools ** 2)
     assert_same(bools ** 2.5, tbools ** 2.5)
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         True ** bools  # torch: "pow" not implemented for 'Bool'
 
 
@@ -257,7 +257,7 @@ def test_python_numbers_that_do_not_fit_the_dtype_in_true_division():
 def test_subtracting_a_python_bool_raises():
     with pytest.raises(RuntimeError):
         torch.tensor([1, 2]) - True
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         gt.tensor([1, 2]) - True
 
 

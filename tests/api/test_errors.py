@@ -142,14 +142,35 @@ def test_worker_error_raises_when_the_value_is_needed_and_names_the_op():
 
 
 def test_dtype_errors_raise_at_the_call():
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         gt.tensor([True]) - gt.tensor([False])
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         gt.tensor([1, 2]).mean()
     with pytest.raises(TypeError):
         gt.zeros(3, dtype='complex64')
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         gt.randn(3, dtype=gt.int32)
+
+
+MISTYPED = {
+    'matmul of float32 and float64': lambda m: m.ones(2, 2) @ m.ones(2, 2, dtype=m.float64),
+    'where with a float condition': lambda m: m.where(m.ones(2), m.ones(2), m.ones(2)),
+    'gather with a float index': lambda m: m.gather(m.ones(2, 2), 0, m.ones(2, 2)),
+    'indexing with a float tensor': lambda m: m.ones(2, 2)[m.tensor([0.0])],
+    'negating bools': lambda m: -m.tensor([True]),
+    'nll_loss with float targets': lambda m: m.nn.functional.nll_loss(m.ones(2, 3),
+                                                                      m.zeros(2)),
+}
+
+
+@pytest.mark.parametrize('mistake', list(MISTYPED))
+def test_a_dtype_mistake_raises_the_class_torch_raises(mistake):
+    with pytest.raises(Exception) as torch_error:
+        MISTYPED[mistake](torch)
+    expected = IndexError if torch_error.type is IndexError else RuntimeError
+    with pytest.raises(expected):
+        MISTYPED[mistake](gt)
+    assert (gt.ones(2) + 1).tolist() == [2.0, 2.0]  # and the session goes on
 
 
 def test_creation_refuses_bad_sizes():

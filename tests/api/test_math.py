@@ -41,7 +41,7 @@ def test_gelu(approximate, dtype):
 
 
 def test_gelu_refuses_integers_and_unknown_modes():
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         gt.tensor([1, 2]).gelu()
     with pytest.raises(ValueError):
         gt.randn(2).gelu(approximate='fast')
@@ -101,7 +101,7 @@ def test_where_of_a_condition_alone_is_the_indices_of_its_true_elements():
 
 def test_where_needs_a_bool_condition():
     x = gt.randn(3)
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError):
         gt.where(x, x, x)
     with pytest.raises(ValueError, match=r'\[3\].*\[4\]'):
         gt.where(x > 0, x, gt.randn(4))

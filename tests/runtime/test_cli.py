@@ -1,11 +1,12 @@
 """The command lines: `python -m gt.server` and `python -m gt.worker`."""
 
 import os
+import select
 import subprocess
 import sys
 
 import pytest
-from gt_test_support import Cluster
+from gt_test_support import Cluster, free_port
 
 from gt.runtime.transport import local_socket_path
 
@@ -34,6 +35,8 @@ def outputs():
         'server help': ('gt.server', '--help'),
         'worker help': ('gt.worker', '--help'),
         'bogus backend': ('gt.worker', '--backend', 'bogus', '-p', '1'),
+        'server port out of range': ('gt.server', '-p', '99999'),
+        'worker port not a number': ('gt.worker', '-p', 'abc'),
     }
     started = {name: start(*args) for name, args in commands.items()}
     return {name: finish(process) for name, process in started.items()}
@@ -62,6 +65,27 @@ def test_unknown_backend_is_refused(outputs):
     assert 'bogus' in stderr
     assert '--backend' in stderr
     assert 'Traceback' not in stderr  # a usage message, not a crash
+
+
+@pytest.mark.parametrize('command', ['server port out of range', 'worker port not a number'])
+def test_a_bad_port_is_refused_by_name(outputs, command):
+    code, stdout, stderr = outputs[command]
+    assert code == 2 and 'is not a TCP port (1 to 65535)' in stderr, stderr
+    assert 'Traceback' not in stderr
+
+
+@pytest.mark.time_limit(60)
+def test_a_worker_without_a_server_says_so_and_keeps_trying():
+    port = free_port()
+    worker = start('gt.worker', '-p', str(port))
+    try:
+        ready, _, _ = select.select([worker.stderr], [], [], 40)
+        line = worker.stderr.readline() if ready else 'nothing within 40 s'
+        assert f'no GT server has answered at tcp://127.0.0.1:{port}' in line, line
+        assert worker.poll() is None  # still waiting: a server started now would get it
+    finally:
+        worker.kill()
+        worker.communicate(timeout=10)
 
 
 @pytest.mark.time_limit(90)

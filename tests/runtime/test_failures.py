@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from gt_test_support import (
     connected,
+    finish_script,
     free_port,
     kill_group,
     read_line,
@@ -60,6 +61,22 @@ def test_no_server_is_a_connection_error():
 
 
 # ---- a lost worker ------------------------------------------------------------------------
+@pytest.mark.time_limit(60)
+def test_a_server_without_workers_is_said_while_waiting_then_raises(start_cluster):
+    empty = start_cluster(workers=0, wait=False)
+    empty.wait_answering()
+    script = start_script(f"""
+        import gt
+        try:
+            gt.connect({empty.address!r})
+        except ConnectionError as error:
+            print(error)
+        """, env={'GT_STARTUP_TIMEOUT': '7'})
+    result = finish_script(script, timeout=40)
+    assert 'answers, but no worker has joined it yet; waiting up to 7 s' in result.stderr
+    assert 'no GT worker joined the dispatcher' in result.stdout, result
+
+
 @pytest.mark.time_limit(90)
 def test_killed_worker_fails_the_next_fetch(start_cluster):
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
@@ -322,6 +339,21 @@ def test_workers_rejoin_a_restarted_dispatcher(start_cluster):
     with connected(private.address):
         assert (gt.from_numpy(np.array([1.0, 2.0], dtype=np.float32)) * 2).tolist() == [2.0, 4.0]
         assert len(gt.debug.get_worker_stats()) == 1
+
+
+@pytest.mark.time_limit(60)
+def test_a_tensor_of_an_ended_session_says_so(cluster):
+    with connected(cluster.address) as first:
+        old = gt.ones(3) + 1
+        assert old.tolist() == [2.0, 2.0, 2.0]
+        gt.connect(cluster.address)  # ends the first session
+        new = gt.ones(3)
+        for use in (lambda: old.tolist(), lambda: old + new, lambda: new + old,
+                    lambda: gt.stack([new, old]), lambda: (old * 2).sum().item()):
+            with pytest.raises(gt.ClosedSessionError,
+                               match=f'session {first.session}, which has ended'):
+                use()
+        assert (new * 2).tolist() == [2.0, 2.0, 2.0]  # the new session is untouched
 
 
 HOLDER = '''

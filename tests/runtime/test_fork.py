@@ -19,6 +19,12 @@ if pid == 0:
     except RuntimeError as error:
         if 'forked child' not in str(error):
             code = 3
+    try:
+        gt.ones(3) + x  # the child's session and the parent's: ids of two sessions
+        code = 4
+    except RuntimeError as error:
+        if 'mixes tensors of GT sessions' not in str(error):
+            code = 5
     os._exit(code)
 _, status = os.waitpid(pid, 0)
 print('child', os.waitstatus_to_exitcode(status))

@@ -67,6 +67,23 @@ def test_data_parallel_training_matches_one_worker_and_torch(four, monkeypatch):
     assert all(w['peer_bytes_sent'] > 0 for w in workers), workers
 
 
+@pytest.mark.time_limit(60)
+def test_a_config_naming_absent_workers_warns_and_uses_the_live_ones(cluster):
+    with connected(cluster.address):
+        gt.manual_seed(4)
+        with pytest.warns(UserWarning, match=r"'wide' names worker\(s\) \[5, 6\].*live "
+                                             r"workers \[0, 1\]"):
+            gt.register_config('wide', SignalConfig(shard=ShardConfig(axis=0,
+                                                                      workers=[1, 5, 6])))
+            with gt.signal.context('wide'):
+                x = gt.randn(6, 3)
+            placed = placements_of(gt.debug.dump_ir(show=False), 'randn')
+        values = x.data
+    torch.manual_seed(4)
+    torch.testing.assert_close(values, torch.randn(6, 3))
+    assert placed == ['S0@w1'], placed  # all of it on worker 1, the one live worker named
+
+
 @pytest.mark.time_limit(90)
 def test_uneven_shards_and_auto_sharding(four):
     gt.register_config('three', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2])))

@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.time_limit(150)
 @pytest.mark.parametrize('example', ['signal_demo.py', 'config_from_python.py',
-                                     'simple_auto_shard.py'])
+                                     'simple_auto_shard.py', 'debug_demo.py'])
 def test_examples_run(example):
     result = run_script(f'import runpy; runpy.run_path({os.path.join(ROOT, "examples", example)!r},'
                         f' run_name="__main__")', timeout=140)

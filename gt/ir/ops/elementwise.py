@@ -6,6 +6,7 @@ import torch
 
 from gt.ir.dtypes import DEFAULT_FLOAT, FLOATING
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked, wanted
 from gt.ir.ops.opdef import OpDef
@@ -28,7 +29,7 @@ def _binary(name: str, result: str | None = None, bool_operands: bool = True,
             forbid_bool(name, a, b)
         dtype = common_dtype(a, b)
         if not bool_result and dtype == 'bool':
-            raise TypeError(f'{name}: not supported for bool tensors')
+            raise InvalidOpError(f'{name}: not supported for bool tensors')
         return (TensorType(shape, result or dtype),)
     return infer
 
@@ -50,7 +51,7 @@ def _true_division(types):
 def _where_type(types):
     condition, a, b = types
     if condition.dtype != 'bool':
-        raise TypeError(f'where: the condition must be a bool tensor, got {condition.dtype}')
+        raise InvalidOpError(f'where: the condition must be a bool tensor, got {condition.dtype}')
     shape = broadcast_shapes('where', condition.shape, a.shape, b.shape)
     return (TensorType(shape, common_dtype(a, b)),)
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.gradients import wanted
 from gt.ir.ops.opdef import OpDef
 from gt.ir.sharding import pointwise
@@ -24,7 +25,7 @@ def _fused_type(name: str):
         *tensors, last = types
         dtype = tensors[0].dtype
         if any(t.dtype != dtype for t in tensors) or (last.dtype != dtype and last.shape):
-            raise TypeError(f'{name}: expected operands of one dtype, got '
+            raise InvalidOpError(f'{name}: expected operands of one dtype, got '
                             f'{", ".join(t.dtype for t in types)}')
         return (TensorType(broadcast_shapes(name, *(t.shape for t in types)), dtype),)
     return infer

@@ -10,6 +10,7 @@ import torch
 
 from gt.ir import sharding
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.gradients import reshaped, wanted, zeros_of
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import check_assignable, indexed_shape, normalize_dim, numel
@@ -31,12 +32,12 @@ def index_key(index: list) -> tuple:
 
 def _check_index(op: str, index: TensorType) -> None:
     if index.dtype not in INDEX_DTYPES:
-        raise TypeError(f'{op}: expected an int32 or int64 index tensor, got {index.dtype}')
+        raise InvalidOpError(f'{op}: expected an int32 or int64 index tensor, got {index.dtype}')
 
 
 def _check_same_dtype(op: str, x: TensorType, source: TensorType) -> None:
     if source.dtype != x.dtype:
-        raise TypeError(f'{op}: expected the source to have dtype {x.dtype} like the input, '
+        raise InvalidOpError(f'{op}: expected the source to have dtype {x.dtype} like the input, '
                         f'got {source.dtype}')
 
 

@@ -11,6 +11,7 @@ import torch
 
 from gt.ir import sharding
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.gradients import wanted
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import broadcast_shapes
@@ -22,10 +23,10 @@ def _matmul_type(types):
     if not a.shape or not b.shape:
         raise ValueError(f'matmul: both arguments need at least 1 dimension, got shapes {shapes}')
     if a.dtype != b.dtype:
-        raise TypeError(f'matmul: expected both arguments to have the same dtype, got '
+        raise InvalidOpError(f'matmul: expected both arguments to have the same dtype, got '
                         f'{a.dtype} and {b.dtype}')
     if a.dtype == 'bool':
-        raise TypeError('matmul: not supported for bool tensors')
+        raise InvalidOpError('matmul: not supported for bool tensors')
     left = (1,) + a.shape if len(a.shape) == 1 else a.shape
     right = b.shape + (1,) if len(b.shape) == 1 else b.shape
     if left[-1] != right[-2]:
@@ -50,10 +51,10 @@ def _folded_mm_type(types):
         raise ValueError(f'folded_mm: expected operands of 2 or more dims with the same leading '
                          f'dims, got shapes {list(a.shape)} and {list(b.shape)}')
     if a.dtype != b.dtype:
-        raise TypeError(f'folded_mm: expected both arguments to have the same dtype, got '
+        raise InvalidOpError(f'folded_mm: expected both arguments to have the same dtype, got '
                         f'{a.dtype} and {b.dtype}')
     if a.dtype == 'bool':
-        raise TypeError('folded_mm: not supported for bool tensors')
+        raise InvalidOpError('folded_mm: not supported for bool tensors')
     return (TensorType((a.shape[-1], b.shape[-1]), a.dtype),)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked, wanted, zeros_of
 from gt.ir.ops.opdef import OpDef
@@ -43,7 +44,7 @@ def _nll_loss_forward_type(types, ignore_index, weight):
         raise ValueError(f'nll_loss_forward: input of shape {list(log_p.shape)} needs a target '
                          f'of shape {list(expected)}, got {list(target.shape)}')
     if target.dtype not in TARGET_DTYPES:
-        raise TypeError(f'nll_loss_forward: expected int64 (or int32) class indices, got '
+        raise InvalidOpError(f'nll_loss_forward: expected int64 (or int32) class indices, got '
                         f'{target.dtype}')
     if weight and types[2] != TensorType((log_p.shape[class_dim],), log_p.dtype):
         raise ValueError(f'nll_loss_forward: the weight {types[2]} needs one entry per class '

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import wanted
 from gt.ir.ops.opdef import OpDef
@@ -42,7 +43,7 @@ def _check_parameters(name: str, x: TensorType, shape: tuple[int, ...], given: d
             raise ValueError(f'{name}: the {role} of shape {list(value.shape)} must have the '
                              f'normalized shape {list(shape)}')
         if value.dtype != x.dtype:
-            raise TypeError(f'{name}: the {role} has dtype {value.dtype}; the input has '
+            raise InvalidOpError(f'{name}: the {role} has dtype {value.dtype}; the input has '
                             f'{x.dtype}, and they must match')
 
 

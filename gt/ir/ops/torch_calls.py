@@ -131,9 +131,16 @@ def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Si
         if isinstance(meta_error, NotImplementedError) or 'meta' in str(meta_error):
             # No meta kernel, or one that needs the values.
             return _infer_fake(fn, types, args, kwargs, device, meta_error)
-        kind = TypeError if isinstance(meta_error, TypeError) else InvalidOpError
-        raise kind(f'{fn}: {meta_error}') from None
+        raise _error_kind(meta_error)(f'{fn}: {meta_error}') from None
     return _described(fn, result, dynamic=False)
+
+
+def _error_kind(error: Exception) -> type:
+    """What the user's line raises for torch's `error`: torch's own TypeError or IndexError,
+    else InvalidOpError (a RuntimeError like torch's)."""
+    if 'tensors used as indices' in str(error):
+        return IndexError  # what torch raises on real tensors; meta ones raise RuntimeError
+    return type(error) if type(error) in (TypeError, IndexError) else InvalidOpError
 
 
 def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
@@ -157,8 +164,7 @@ def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
     except Exception as error:
         if any(sign in str(error) for sign in NEEDS_VALUES):
             raise NeedsData(f'{fn}: {error}') from error
-        kind = TypeError if isinstance(error, TypeError) else InvalidOpError
-        raise kind(f'{fn}: {meta_error}') from error
+        raise _error_kind(error)(f'{fn}: {meta_error}') from error
     return _described(fn, result, dynamic=True)
 
 

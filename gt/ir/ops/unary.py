@@ -21,6 +21,7 @@ from gt.ir.dtypes import (
     scalar_dtype,
 )
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked
 from gt.ir.ops.opdef import OpDef
@@ -66,7 +67,7 @@ def _clamp_type(types, min, max):
     dtype = result_type((x.dtype, DIMENSIONED),
                         *((scalar_dtype(bound), PYTHON_SCALAR) for bound in bounds))
     if dtype == 'bool':
-        raise TypeError('clamp: not supported for bool tensors with bool bounds')
+        raise InvalidOpError('clamp: not supported for bool tensors with bool bounds')
     for bound in bounds:
         if not representable(bound, dtype):
             raise ValueError(f'clamp: bound {bound!r} cannot be converted to {dtype} '
