@@ -23,27 +23,13 @@ import torch
 
 from gt.ir import OPS, Graph, Value
 
-# An op whose function is a key here may run as the in-place method of its first operand.
-IN_PLACE = {
-    torch.add: torch.Tensor.add_, torch.sub: torch.Tensor.sub_,
-    torch.mul: torch.Tensor.mul_, torch.div: torch.Tensor.div_,
-    torch.pow: torch.Tensor.pow_, torch.remainder: torch.Tensor.remainder_,
-    torch.floor_divide: torch.Tensor.floor_divide_, torch.clamp: torch.Tensor.clamp_,
-    torch.neg: torch.Tensor.neg_, torch.abs: torch.Tensor.abs_,
-    torch.sign: torch.Tensor.sign_, torch.reciprocal: torch.Tensor.reciprocal_,
-    torch.exp: torch.Tensor.exp_, torch.expm1: torch.Tensor.expm1_,
-    torch.log: torch.Tensor.log_, torch.log1p: torch.Tensor.log1p_,
-    torch.log2: torch.Tensor.log2_, torch.log10: torch.Tensor.log10_,
-    torch.sqrt: torch.Tensor.sqrt_, torch.rsqrt: torch.Tensor.rsqrt_,
-    torch.sin: torch.Tensor.sin_, torch.cos: torch.Tensor.cos_, torch.tan: torch.Tensor.tan_,
-    torch.asin: torch.Tensor.asin_, torch.acos: torch.Tensor.acos_,
-    torch.atan: torch.Tensor.atan_, torch.sinh: torch.Tensor.sinh_,
-    torch.cosh: torch.Tensor.cosh_, torch.tanh: torch.Tensor.tanh_,
-    torch.sigmoid: torch.Tensor.sigmoid_, torch.relu: torch.Tensor.relu_,
-    torch.erf: torch.Tensor.erf_, torch.erfc: torch.Tensor.erfc_,
-    torch.floor: torch.Tensor.floor_, torch.ceil: torch.Tensor.ceil_,
-    torch.trunc: torch.Tensor.trunc_,
-}
+# An op whose function is a key here may run as the in-place method of its first operand
+# (torch.add as Tensor.add_, and so on).
+IN_PLACE = {getattr(torch, name): getattr(torch.Tensor, name + '_') for name in (
+    'add', 'sub', 'mul', 'div', 'pow', 'remainder', 'floor_divide', 'clamp', 'neg', 'abs',
+    'sign', 'reciprocal', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt', 'rsqrt',
+    'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'sigmoid', 'relu',
+    'erf', 'erfc', 'floor', 'ceil', 'trunc')}
 # Functions whose results never share memory with their inputs.
 NEW_MEMORY = frozenset(IN_PLACE) | {torch.matmul}
 COMMUTATIVE = frozenset({torch.add, torch.mul})

@@ -4,6 +4,7 @@ the worker between two busy clients, and 8 clients training at once, beside a ni
 mid-step, get torch's exact results and leave nothing behind on the workers."""
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -19,6 +20,7 @@ gt.connect('{address}', weight={weight})
 x = gt.randn(1000, 1000)
 x.data
 print('ready', flush=True)
+{start}
 for _ in range({count}):
     x = (x @ x).tanh()
     gt.sync()  # one fragment each: a deep queue on the worker
@@ -40,7 +42,7 @@ def _events(log, wanted: int, kind: str = 'DISCONNECT') -> list:
 def test_a_light_client_overtakes_a_heavy_clients_queue(start_cluster, tmp_path):
     log = tmp_path / 'ops.log'
     cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
-    heavy = start_script(HEAVY.format(address=cluster.address, weight=1, count=80))
+    heavy = start_script(HEAVY.format(address=cluster.address, weight=1, count=80, start=''))
     assert heavy.stdout.readline().strip() == 'ready'
     time.sleep(0.3)  # its queue builds up at the dispatcher
     with connected(cluster.address):
@@ -72,10 +74,15 @@ def _session(events: list, peer: str) -> str:
 def test_weights_divide_a_busy_worker(start_cluster, tmp_path):
     log = tmp_path / 'ops.log'
     cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
-    clients = [start_script(HEAVY.format(address=cluster.address, weight=w, count=40))
+    # Both start their loops at a word from here, so that neither runs alone for long.
+    clients = [start_script(HEAVY.format(address=cluster.address, weight=w, count=40,
+                                         start='input()'), stdin=subprocess.PIPE)
                for w in (2, 1)]
     for client in clients:
         assert client.stdout.readline().strip() == 'ready'
+    for client in clients:
+        client.stdin.write('go\n')
+        client.stdin.flush()
     for client in clients:
         assert finish_script(client).returncode == 0
     events = _events(log, 2)
@@ -84,10 +91,12 @@ def test_weights_divide_a_busy_worker(start_cluster, tmp_path):
     sessions = sorted(weights, key=weights.get, reverse=True)  # weight 2, then 1
     order = [e[4]['session'] for e in events if e[1] == 'WORKER_SEND'
              and e[4]['ops'] != '0' and e[4]['session'] in sessions]
-    # While both are busy (until the first has sent all 40), about 2 to 1.
-    both = order[:next(i for i in range(len(order)) if
-                       order[:i + 1].count(sessions[0]) == 41 or
-                       order[:i + 1].count(sessions[1]) == 41) + 1]
+    # While both are busy (from the later one's first program until the first has sent
+    # all 40), about 2 to 1.
+    start = max(order.index(session) for session in sessions)
+    end = next(i for i in range(len(order)) if order[:i + 1].count(sessions[0]) == 41
+               or order[:i + 1].count(sessions[1]) == 41) + 1
+    both = order[start:end]
     share = both.count(sessions[0]) / len(both)
     assert 0.55 <= share <= 0.8, (share, order)
 
