@@ -161,13 +161,14 @@ class KeyDirectory(ThreadAuthenticator):
             self.admitted = zmq.auth.load_certificates(self.directory)  # added since?
         if key in self.admitted:
             return True
-        print(f'gt.server: refused CURVE key {key.decode()} from {_described(self.address)}: '
+        print(f'gt.server: refused CURVE key {key.decode()} from {describe_peer(self.address)}: '
               f'not in --curve-clients {self.directory}', file=sys.stderr, flush=True)
         return False
 
 
-def _described(address: str) -> str:
-    """A ZAP request's address: an IP address, or for ipc `localhost:uid:gid:pid`."""
+def describe_peer(address: str) -> str:
+    """A peer's address as ZeroMQ gives it (a ZAP request's, a message's Peer-Address): an
+    IP address, or for ipc `localhost:uid:gid:pid`."""
     parts = address.split(':')
     if len(parts) == 4 and parts[0] == 'localhost':
         return f'a local socket (uid {parts[1]}, pid {parts[3]})'

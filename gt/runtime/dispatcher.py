@@ -25,6 +25,7 @@ from gt.ir import Replicate, format_graph
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings, diagnostics
+from gt.runtime.curve import describe_peer
 from gt.runtime.fragment import FragmentError
 from gt.runtime.guards import REFUSAL, Limits, OutOfMemory
 from gt.runtime.monitoring import Monitor, accounting, top_ops
@@ -370,10 +371,10 @@ class Dispatcher(WorkerLinks):
         peer why and the operator who was turned away."""
         if self.limits.admits(token):
             return True
-        address = 'a local socket'
+        address = ''
         with contextlib.suppress(zmq.ZMQError, AttributeError):
             address = self.last_header.get('Peer-Address') or address
-        print(f'gt.server: refused {who} from {address}: wrong or missing token',
+        print(f'gt.server: refused {who} from {describe_peer(address)}: wrong or missing token',
               file=sys.stderr, flush=True)
         self._send(identity, Refused(REFUSAL))
         return False

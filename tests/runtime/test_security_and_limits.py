@@ -69,7 +69,8 @@ def test_tokens_are_checked_for_clients_and_workers(guarded, monkeypatch):
     assert 'refused this worker: wrong or missing token' in intruder.stderr
     time.sleep(0.5)
     log = guarded.logs()
-    assert 'refused client' in log and 'refused worker' in log, log  # with their addresses
+    assert 'refused client' in log and 'refused worker' in log, log
+    assert 'from a local socket (uid ' in log, log  # where from, in words
 
 
 @pytest.mark.time_limit(120)
