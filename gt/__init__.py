@@ -85,10 +85,10 @@ from gt.legacy_types import (
     LongTensor,
     ShortTensor,
 )
-from gt.runtime.client import ClosedSessionError, OutOfMemoryError, WorkerError
 from gt.runtime.client import connect as _connect
 from gt.runtime.client import current as _current
 from gt.runtime.client import set_auto_workers as gpu_workers
+from gt.runtime.session_errors import ClosedSessionError, OutOfMemoryError, WorkerError
 from gt.serialization import load, save
 from gt.tensor import Tensor
 

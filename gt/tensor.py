@@ -8,7 +8,6 @@ user's line. Values are only computed when something needs them (`.data`, `.nump
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
 
 from gt import autograd
@@ -27,14 +26,15 @@ from gt.ir.dtypes import (
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
+from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.signal import current_scope
-from gt.snapshot import snapshot
 from gt.tensor_device import GT_DEVICE, Device
 from gt.tensor_math import MathMethods
 from gt.tensor_shapes import ShapeMethods
+from gt.tensor_values import ValueMethods
 
 
-class Tensor(MathMethods, ShapeMethods):
+class Tensor(ValueMethods, MathMethods, ShapeMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
                  '_hooks', '__weakref__')
     _copies_grad = True  # by copy.deepcopy
@@ -128,68 +128,6 @@ class Tensor(MathMethods, ShapeMethods):
         if not self._type.shape:
             raise TypeError('len() of a 0-d tensor')
         return self._type.shape[0]
-
-    # ---- materialization -------------------------------------------------------------
-    @property
-    def data(self) -> torch.Tensor:
-        """The computed value, as a CPU torch.Tensor snapshot (so `.data.numpy()` works),
-        whose in-place changes reach this tensor too (gt/snapshot.py)."""
-        return snapshot(self._value(), self)
-
-    @data.setter
-    def data(self, value: Any) -> None:
-        """`p.data = value`: `p` takes the value, unrecorded by autograd, as in torch."""
-        with autograd.no_grad():
-            self._rebind(as_tensor(value).clone())
-
-    def _value(self) -> torch.Tensor:
-        return self._client.fetch([self._id])[0]
-
-    def numpy(self) -> np.ndarray:
-        return self._value().numpy()
-
-    def item(self) -> Any:
-        if self.numel() != 1:
-            raise RuntimeError(f'a tensor with {self.numel()} elements cannot be converted to '
-                               'a Python scalar')
-        return self._value().item()
-
-    def tolist(self) -> Any:
-        return self._value().tolist()
-
-    def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise RuntimeError(f'the truth value of a tensor with {self.numel()} elements is '
-                               'ambiguous')
-        return bool(self._value().item())
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __index__(self) -> int:
-        if self._type.dtype not in ('int64', 'int32', 'int16', 'int8', 'uint8'):
-            raise TypeError('only integer tensors of a single element can be used as an index')
-        return int(self.item())
-
-    def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
-            return format(self.item(), spec)
-        return format(repr(self), spec)
-
-    def __repr__(self) -> str:
-        text = repr(self._value())
-        if self.grad_fn is not None:
-            return f'{text[:-1]}, grad_fn=<{self.grad_fn.name}>)'
-        if self.requires_grad:
-            return f'{text[:-1]}, requires_grad=True)'
-        return text
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self.numpy()
-        return array if dtype is None else array.astype(dtype)
 
     def __iter__(self):
         for index in range(len(self)):
@@ -459,8 +397,7 @@ def _refuse_mixed_sessions(one: Any, other: Any) -> None:
     values, so it raises (naming the ended session when one has ended)."""
     for client in (one, other):
         if client.closed:
-            raise connection.ClosedSessionError(
-                connection.SESSION_ENDED.format(session=client.session))
+            raise ClosedSessionError(SESSION_ENDED.format(session=client.session))
     raise InvalidOpError(f'this op mixes tensors of GT sessions {one.session} and '
                          f'{other.session}; a tensor lives in the session that made it')
 

@@ -20,7 +20,7 @@ from torch.distributions.utils import lazy_property
 
 from gt.autograd import enable_grad, no_grad
 from gt.distributions.recording import checks_deferred, recorded
-from gt.runtime.client import WorkerError
+from gt.runtime.session_errors import WorkerError
 from gt.tensor import Tensor
 
 # torch's sample() methods say `with torch.no_grad()`, which GT's tape does not see.

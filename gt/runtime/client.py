@@ -22,8 +22,8 @@ import torch
 import zmq
 
 from gt import config
-from gt.ir.dtypes import NUMPY_DTYPES
 from gt.runtime import compile_settings, curve, diagnostics, shared_memory
+from gt.runtime.fetched import assemble
 from gt.runtime.fragment import encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
@@ -44,6 +44,13 @@ from gt.runtime.protocol import (
     Welcome,
     encode,
 )
+from gt.runtime.session_errors import (
+    OUT_OF_MEMORY,
+    SESSION_ENDED,
+    ClosedSessionError,
+    OutOfMemoryError,
+    WorkerError,
+)
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
 # Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
@@ -62,29 +69,6 @@ ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 turns it off.
 AUTO_SHARD_ELEMENTS = int(os.environ.get('GT_AUTO_SHARD_ELEMENTS', '262144'))
-
-
-class WorkerError(RuntimeError):
-    """An op failed on a worker; the message names the op and where it was recorded."""
-
-
-class OutOfMemoryError(WorkerError):
-    """A session went past its memory limit on the server, or a worker could not allocate
-    what an op needed; the session and the workers go on."""
-
-
-OUT_OF_MEMORY = ('OutOfMemory', 'out of memory', "can't allocate memory", 'MemoryError',
-                 'not enough memory')
-
-
-class ClosedSessionError(RuntimeError):
-    """A tensor of a session that ended (gt.connect() replaced it, or its connection was
-    closed) was used: its values lived in that session and are gone."""
-
-
-SESSION_ENDED = ("this tensor belongs to GT session {session}, which has ended (gt.connect() "
-                 "opened a new one, or the connection was closed): its values are gone. Make "
-                 "tensors after connecting, or copy them out with .numpy() before reconnecting")
 
 
 class PendingFragment:
@@ -291,7 +275,7 @@ class Client:
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
         self._raise_errors(reply.errors, any(header is None for header in reply.tensors))
         frames = iter(frames)
-        return [_assemble(header, frames) for header in reply.tensors]
+        return [assemble(header, frames) for header in reply.tensors]
 
     def dump(self, form: str = 'ir') -> str:
         self.flush()
@@ -409,33 +393,6 @@ class Client:
                 where = describe(locations[location])
                 return f'\n  recorded at {where} ({records[location][0]})' if where else ''
         return ''
-
-
-def _assemble(header: list | dict, frames) -> torch.Tensor:
-    """A fetched value: one tensor, or the pieces of a sharded or partial one, joined in
-    worker order (partial sums are added, as an all_reduce would)."""
-    if not isinstance(header, dict):
-        return _tensor_from_wire(header, None if len(header) == 3 else next(frames))
-    pieces = [_tensor_from_wire(piece, None if len(piece) == 3 else next(frames))
-              for piece in header['pieces']]
-    if header['axis'] is not None:
-        return torch.cat(pieces, header['axis'])
-    total = pieces[0]
-    for piece in pieces[1:]:
-        total = total + piece
-    return total
-
-
-def _tensor_from_wire(header: list, frame) -> torch.Tensor:
-    dtype, shape = header[:2]
-    if frame is None:  # written to a shared-memory file: map it
-        array = shared_memory.adopt(header[2], NUMPY_DTYPES[dtype], shape)
-    else:
-        # No copy: the received message belongs to this process alone, and the array
-        # keeps it alive for as long as the tensor lives.
-        array = np.frombuffer(frame.buffer, dtype=NUMPY_DTYPES[dtype]).reshape(shape)
-    tensor = torch.from_numpy(array)
-    return tensor.view(torch.bfloat16) if dtype == 'bfloat16' else tensor
 
 
 # ---- the process's connection ----------------------------------------------------------------

@@ -1,0 +1,24 @@
+"""What a session's user sees fail: an op on a worker, memory, or a session that ended."""
+
+
+class WorkerError(RuntimeError):
+    """An op failed on a worker; the message names the op and where it was recorded."""
+
+
+class OutOfMemoryError(WorkerError):
+    """A session went past its memory limit on the server, or a worker could not allocate
+    what an op needed; the session and the workers go on."""
+
+
+OUT_OF_MEMORY = ('OutOfMemory', 'out of memory', "can't allocate memory", 'MemoryError',
+                 'not enough memory')
+
+
+class ClosedSessionError(RuntimeError):
+    """A tensor of a session that ended (gt.connect() replaced it, or its connection was
+    closed) was used: its values lived in that session and are gone."""
+
+
+SESSION_ENDED = ("this tensor belongs to GT session {session}, which has ended (gt.connect() "
+                 "opened a new one, or the connection was closed): its values are gone. Make "
+                 "tensors after connecting, or copy them out with .numpy() before reconnecting")

@@ -1,0 +1,76 @@
+"""Reading a tensor's value: `.data`, `.numpy()`, `.item()`, `print`, `bool()` and the
+other conversions, each a fetch from the workers (the only places a Tensor waits)."""
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from gt import autograd
+from gt import tensor as core
+from gt.snapshot import snapshot
+
+
+class ValueMethods:
+    __slots__ = ()
+
+    @property
+    def data(self) -> torch.Tensor:
+        """The computed value, as a CPU torch.Tensor snapshot (so `.data.numpy()` works),
+        whose in-place changes reach this tensor too (gt/snapshot.py)."""
+        return snapshot(self._value(), self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        """`p.data = value`: `p` takes the value, unrecorded by autograd, as in torch."""
+        with autograd.no_grad():
+            self._rebind(core.as_tensor(value).clone())
+
+    def _value(self) -> torch.Tensor:
+        return self._client.fetch([self._id])[0]
+
+    def numpy(self) -> np.ndarray:
+        return self._value().numpy()
+
+    def item(self) -> Any:
+        if self.numel() != 1:
+            raise RuntimeError(f'a tensor with {self.numel()} elements cannot be converted to '
+                               'a Python scalar')
+        return self._value().item()
+
+    def tolist(self) -> Any:
+        return self._value().tolist()
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f'the truth value of a tensor with {self.numel()} elements is '
+                               'ambiguous')
+        return bool(self._value().item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._type.dtype not in ('int64', 'int32', 'int16', 'int8', 'uint8'):
+            raise TypeError('only integer tensors of a single element can be used as an index')
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self) -> str:
+        text = repr(self._value())
+        if self.grad_fn is not None:
+            return f'{text[:-1]}, grad_fn=<{self.grad_fn.name}>)'
+        if self.requires_grad:
+            return f'{text[:-1]}, requires_grad=True)'
+        return text
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
