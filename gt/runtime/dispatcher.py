@@ -59,6 +59,10 @@ from gt.runtime.transport import receive_frames, send
 from gt.runtime.worker_links import WorkerLinks, nbytes
 
 LIVENESS_CHECK_SECONDS = 0.2
+# One turn of the loop takes at most LIVENESS_CHECK_SECONDS when the process runs; a turn
+# longer than this means the dispatcher was not listening (a long handler, a stopped or
+# starved process), and its peers' silence meanwhile is not theirs.
+STALL_SECONDS = 1.0
 
 
 class Dispatcher(WorkerLinks):
@@ -116,13 +120,18 @@ class Dispatcher(WorkerLinks):
         # A receive timeout rather than a poll before each receive: one call per message.
         self.socket.setsockopt(zmq.RCVTIMEO, int(LIVENESS_CHECK_SECONDS * 1000))
         next_check = time.monotonic() + LIVENESS_CHECK_SECONDS
+        listening_since = time.monotonic()
         try:
             while True:
                 try:
                     self._handle(*self._receive())
                 except zmq.Again:
                     pass
-                if time.monotonic() >= next_check:
+                now = time.monotonic()
+                if now - listening_since > STALL_SECONDS:
+                    self._excuse_silence(now - listening_since)
+                listening_since = now
+                if now >= next_check:
                     self._check_liveness()
                     if self.monitor.serve(self.workers, list(self.sessions.values())):
                         self._announce_peers()  # whether to report programs' times
@@ -234,6 +243,7 @@ class Dispatcher(WorkerLinks):
         releases: dict[int, list[int]] = {}
         for value_id in message.releases:
             entry = session.release(value_id)
+            session.lost_values.pop(value_id, None)
             if entry is not None:
                 for worker in entry[2].workers:
                     if self.workers[worker].alive:  # a lost worker's values are gone anyway
@@ -244,8 +254,7 @@ class Dispatcher(WorkerLinks):
         for position, value_id in enumerate(message.fetch):
             entry = session.values.get(value_id)
             if entry is None:
-                session.errors.append([None, None, 'fetch', f'value {value_id} does not exist '
-                                       'in this session'])
+                session.errors.append([None, None, 'fetch', self._missing(session, value_id)])
                 continue
             placement = entry[2]
             holders = placement.workers
@@ -277,17 +286,19 @@ class Dispatcher(WorkerLinks):
         if message.fetch and not fetches:
             self._finish(request)
 
+    @staticmethod
+    def _missing(session: Session, value_id: int) -> str:
+        lost_with = session.lost_values.get(value_id)
+        if lost_with is not None:
+            return f'value {value_id} was lost with {lost_with}'
+        return f'value {value_id} does not exist in this session'
+
     def _plan(self, session: Session, message: Submit) -> Plan:
         external_types = []
         for value_id in message.externals:
             entry = session.values.get(value_id)
             if entry is None:
-                raise KeyError(f'value {value_id} does not exist in this session')
-            for worker in entry[2].workers:
-                if not self.workers[worker].alive:
-                    handle = self.workers[worker]
-                    raise ValueError(f'value {value_id} was lost with worker {worker} '
-                                     f'({handle.name} on {handle.host})')
+                raise ValueError(self._missing(session, value_id))
             external_types.append(entry)
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
                                   session.home_worker, session.configs,

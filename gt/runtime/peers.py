@@ -56,6 +56,7 @@ class Session:
     client: str
     home_worker: int
     values: dict = field(default_factory=dict)  # client id -> (shape, dtype, placement)
+    lost_values: dict = field(default_factory=dict)  # client id -> the lost worker, in words
     last_seen: float = field(default_factory=time.monotonic)
     errors: list = field(default_factory=list)  # reports not yet delivered to the client
     last_plan: object = None
@@ -93,6 +94,13 @@ class Session:
         if entry is not None:
             self.bytes_held -= value_bytes(*entry)
         return entry
+
+    def lose_values_on(self, worker: int, words: str) -> None:
+        """Forget the values that worker held (a piece or a copy): a worker that comes back
+        comes back empty, so a later read must name the loss, not find nothing."""
+        for value_id in [v for v, entry in self.values.items() if worker in entry[2].workers]:
+            self.release(value_id)
+            self.lost_values[value_id] = words
 
     def configure(self, configs: object, auto_shard_elements: object, compile_wish: object,
                   compile_default: list) -> None:

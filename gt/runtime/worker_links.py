@@ -215,6 +215,15 @@ class WorkerLinks:
             if now - session.last_seen > SESSION_TIMEOUT:
                 self._end_session(identity, 'timeout')  # its client died without goodbye
 
+    def _excuse_silence(self, seconds: float) -> None:
+        """The loop was away for `seconds`: what peers sent meanwhile waits in the socket,
+        so that time does not count toward anyone's timeout."""
+        now = time.monotonic()
+        for peer in [*self._live_workers(), *self.sessions.values()]:
+            peer.last_seen = min(now, peer.last_seen + seconds)
+        diagnostics.verbose('dispatcher', f'the dispatcher was away for {seconds:.1f} s '
+                            '(busy or stopped); silence then does not count')
+
     def _lose(self, handle: WorkerHandle) -> None:
         handle.alive = False
         if self.monitor.on:
@@ -230,6 +239,9 @@ class WorkerLinks:
                 if not pending.workers:
                     self._finish(request)
         self.scheduler.lost(handle.index)
+        for session in self.sessions.values():
+            session.lose_values_on(handle.index, f'worker {handle.index} ({handle.name} on '
+                                   f'{handle.host})')
         live = self._live_workers()
         for session in self.sessions.values():
             if session.home_worker == handle.index and live:

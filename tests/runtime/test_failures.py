@@ -115,6 +115,23 @@ def test_after_losing_its_worker_a_session_goes_on_on_another(start_cluster):
 
 
 @pytest.mark.time_limit(90)
+def test_a_stalled_dispatcher_loses_no_worker(start_cluster):
+    # A dispatcher that was stopped (a loaded machine, a long handler) heard nothing while
+    # its workers kept beating: that silence is its own, not theirs.
+    private = start_cluster(workers=2, env={'GT_HEARTBEAT_TIMEOUT': '1.5',
+                                            'GT_AUTO_SHARD_ELEMENTS': '1'})
+    with connected(private.address):
+        x = gt.from_numpy(np.arange(8, dtype=np.float32))  # a shard on each worker
+        assert x.sum().item() == 28.0
+        os.kill(private.server.pid, signal.SIGSTOP)
+        time.sleep(3.5)
+        os.kill(private.server.pid, signal.SIGCONT)
+        time.sleep(1.0)  # a loss would be declared by now
+        assert len(gt.debug.get_worker_stats()) == 2
+        assert (x * 2).tolist() == [2.0 * i for i in range(8)]
+
+
+@pytest.mark.time_limit(90)
 def test_worker_lost_while_a_fetch_waits(start_cluster):
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
     with connected(private.address):
@@ -393,10 +410,15 @@ def test_a_killed_clients_session_is_freed(cluster):
 def test_a_stalled_worker_comes_back(start_cluster):
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1'})
     worker = private.workers[0]
-    os.kill(worker.pid, signal.SIGSTOP)
-    time.sleep(2.5)  # declared lost
-    os.kill(worker.pid, signal.SIGCONT)
-    assert worker.poll() is None
-    private.wait_ready(1, timeout=10)  # a Hello is answered once a live worker is there
     with connected(private.address):
+        before = gt.from_numpy(np.arange(3, dtype=np.float32)) * 1
+        assert before.sum().item() == 3.0
+        os.kill(worker.pid, signal.SIGSTOP)
+        time.sleep(2.5)  # declared lost
+        os.kill(worker.pid, signal.SIGCONT)
+        assert worker.poll() is None
+        private.wait_ready(1, timeout=10)  # a Hello is answered once a live worker is there
+        # It came back empty: what it held is named as lost, not as never made.
+        with pytest.raises(Exception, match='value .* was lost with worker 0'):
+            before.tolist()
         assert gt.ones(2).sum().item() == 2.0
