@@ -19,8 +19,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from gt.ir import torch_functions
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
@@ -146,11 +144,15 @@ def _error_kind(error: Exception) -> type:
 def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
     """Fake tensors with a shape environment run ops whose sizes depend on the data,
     giving them unbacked sizes, and report a genuine error the same way meta would."""
+    # Imported here, not at the top: symbolic shapes bring in sympy, most of a second of
+    # every GT process's start (client, dispatcher and workers alike).
     from torch._subclasses.fake_tensor import (
         DataDependentOutputException,
         DynamicOutputShapeException,
+        FakeTensorMode,
         UnsupportedOperatorException,
     )
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     mode = FakeTensorMode(shape_env=ShapeEnv())
     try:
