@@ -335,13 +335,11 @@ for _ in range(3):
 def submit_message(**given):
     """A protocol `Submit` with `given` fields; the others empty (b'', 0, [], request 0), so
     that raw-socket tests keep working as the message grows fields."""
-    from dataclasses import fields
-
     from gt.runtime.protocol import Submit
 
     defaults = {'structure': b'', 'base': 0, 'request': 0}
-    return Submit(**{f.name: given.pop(f.name, defaults.get(f.name, []))
-                     for f in fields(Submit)}, **given)
+    return Submit(**{name: given.pop(name, defaults.get(name, []))
+                     for name in Submit._fields}, **given)
 
 
 @contextlib.contextmanager

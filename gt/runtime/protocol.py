@@ -5,8 +5,7 @@ then raw tensor buffers, sent without copying. Nothing received is ever unpickle
 header decodes to plain lists, numbers, strings and bytes, then into its record.
 """
 
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -16,8 +15,7 @@ class ProtocolError(ValueError):
 
 
 # ---- client -> dispatcher --------------------------------------------------------------
-@dataclass(frozen=True)
-class Hello:
+class Hello(NamedTuple):
     client: str  # a description for logs and stats, e.g. "host:pid"
     wait_for_workers: int  # answer only once this many workers have registered
     shared_memory_probe: str  # see gt.runtime.shared_memory; '' when the client has none
@@ -25,8 +23,7 @@ class Hello:
     weight: float = 1.0  # the session's share of the workers against others (GT_WEIGHT)
 
 
-@dataclass(frozen=True)
-class Submit:
+class Submit(NamedTuple):
     """A flushed fragment (may be empty), values the client freed, and values to fetch.
 
     `structure` is the canonical encoding of the fragment (see gt.runtime.fragment); the
@@ -44,8 +41,7 @@ class Submit:
     request: int
 
 
-@dataclass(frozen=True)
-class Configure:
+class Configure(NamedTuple):
     """The client's signal configs (gt.config.wire_form), auto-shard threshold (None: off)
     and compile wish (gt.runtime.compile_settings.requested); sent before the first
     Submit and whenever they change."""
@@ -55,18 +51,15 @@ class Configure:
     compile: list
 
 
-@dataclass(frozen=True)
-class Ping:
+class Ping(NamedTuple):
     pass
 
 
-@dataclass(frozen=True)
-class StatsRequest:
+class StatsRequest(NamedTuple):
     request: int
 
 
-@dataclass(frozen=True)
-class DumpRequest:
+class DumpRequest(NamedTuple):
     """Ask for the IR of this client's last fragment as the passes left it: `form` is
     'ir' (text), 'workers' (the lowered per-worker programs) or 'dot' (Graphviz)."""
 
@@ -74,13 +67,11 @@ class DumpRequest:
     form: str
 
 
-@dataclass(frozen=True)
-class Goodbye:
+class Goodbye(NamedTuple):
     pass
 
 
-@dataclass(frozen=True)
-class KeepAlive:
+class KeepAlive(NamedTuple):
     """Sent every second by a client's own thread, so the dispatcher can tell a quiet
     client from a dead one."""
 
@@ -88,32 +79,27 @@ class KeepAlive:
 
 
 # ---- dispatcher -> client --------------------------------------------------------------
-@dataclass(frozen=True)
-class Welcome:
+class Welcome(NamedTuple):
     session: int
     workers: list[dict]
     max_message_bytes: int = 0  # larger messages are refused unread (0: no bound)
 
 
-@dataclass(frozen=True)
-class Refused:
+class Refused(NamedTuple):
     reason: str
 
 
-@dataclass(frozen=True)
-class Pong:
+class Pong(NamedTuple):
     pass
 
 
-@dataclass(frozen=True)
-class Dumped:
+class Dumped(NamedTuple):
     request: int
     text: str
 
 
 # ---- dispatcher -> worker --------------------------------------------------------------
-@dataclass(frozen=True)
-class RunProgram:
+class RunProgram(NamedTuple):
     """Run program `program_id` (its encoding comes along the first time) for a session.
 
     The program reads `externals` (the session's value ids) and defines client ids
@@ -134,13 +120,11 @@ class RunProgram:
     shared_memory_probe: str  # the client's probe: large fetches may go through /dev/shm
 
 
-@dataclass(frozen=True)
-class EndSession:
+class EndSession(NamedTuple):
     session: int
 
 
-@dataclass(frozen=True)
-class Peers:
+class Peers(NamedTuple):
     """The worker's own index and every worker's peer socket: `[index, host, endpoints,
     alive, key]` (`key`: its CURVE public key, '' without CURVE); sent whenever a worker
     joins or is lost. `salt` seeds every worker's random
@@ -152,14 +136,12 @@ class Peers:
     report_programs: bool  # send each program's start and end with heartbeats (a log is on)
 
 
-@dataclass(frozen=True)
-class Reregister:
+class Reregister(NamedTuple):
     """From a dispatcher that does not know this worker (it restarted): start afresh."""
 
 
 # ---- worker -> dispatcher --------------------------------------------------------------
-@dataclass(frozen=True)
-class Register:
+class Register(NamedTuple):
     name: str
     device: str
     host: str
@@ -170,8 +152,7 @@ class Register:
     express_key: str = ''  # a secret its express lane's ExpressReady repeats
 
 
-@dataclass(frozen=True)
-class Done:
+class Done(NamedTuple):
     """A RunProgram of `session` is finished (after its reply, if it fetched): the
     dispatcher may send this worker more, and charges the session `seconds`."""
 
@@ -179,16 +160,14 @@ class Done:
     seconds: float
 
 
-@dataclass(frozen=True)
-class Heartbeat:
+class Heartbeat(NamedTuple):
     """`activity` since the last beat (gt.runtime.activity), or None when idle."""
 
     worker: bytes  # the worker's main socket identity
     activity: dict | None
 
 
-@dataclass(frozen=True)
-class ExpressReady:
+class ExpressReady(NamedTuple):
     """From a worker's express lane (its second socket and thread, which runs light
     sessions' programs beside a long one: see gt.runtime.scheduler), now and then while
     idle, so that a dispatcher, restarted or not, knows the lane is connected."""
@@ -198,8 +177,7 @@ class ExpressReady:
 
 
 # ---- both directions between dispatcher and the others ---------------------------------
-@dataclass(frozen=True)
-class Fetched:
+class Fetched(NamedTuple):
     """Fetched tensors as `[dtype, shape]` headers, one frame each, or `[dtype, shape,
     path]` for a tensor written to a shared-memory file; `errors` are runtime
     errors found since the last fetch, as `[base, location, op, message]`: the
@@ -211,8 +189,7 @@ class Fetched:
     seconds: float = 0.0  # from a worker: how long its RunProgram took (it ends it, as Done)
 
 
-@dataclass(frozen=True)
-class Stats:
+class Stats(NamedTuple):
     """Per-worker statistics; from the dispatcher also its own, under `dispatcher`."""
 
     request: int
@@ -226,11 +203,11 @@ MESSAGES = [
     Peers, Done, ExpressReady,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
-_ARITY = {message: len(fields(message)) for message in MESSAGES}
+_ARITY = {message: len(message._fields) for message in MESSAGES}
 
 
 def encode(message: Any) -> bytes:
-    return msgpack.packb((_KIND[type(message)], *vars(message).values()), use_bin_type=True)
+    return msgpack.packb((_KIND[type(message)], *message), use_bin_type=True)
 
 
 def decode(header: bytes) -> Any:
