@@ -17,7 +17,8 @@ from gt.optim.nadam import NAdam
 from gt.optim.optimizer import Optimizer
 from gt.optim.radam import RAdam
 from gt.optim.rmsprop import RMSprop
+from gt.optim.rprop import Rprop
 from gt.optim.sgd import SGD
 
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'Adadelta', 'Adamax',
-           'ASGD', 'NAdam', 'RAdam', 'LBFGS', 'lr_scheduler', 'swa_utils']
+           'ASGD', 'NAdam', 'RAdam', 'Rprop', 'LBFGS', 'lr_scheduler', 'swa_utils']

@@ -36,6 +36,8 @@ CONFIGS = [
     ('Adadelta', dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=1e-2, maximize=True)),
     ('ASGD', dict(lr=1e-2)),
     ('ASGD', dict(lr=1e-2, lambd=1e-2, alpha=0.5, t0=5, weight_decay=1e-2, maximize=True)),
+    ('Rprop', dict(lr=1e-2)),
+    ('Rprop', dict(lr=3e-3, etas=(0.4, 1.5), step_sizes=(1e-4, 1e-2), maximize=True)),
 ]
 
 

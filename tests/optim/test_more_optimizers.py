@@ -1,4 +1,4 @@
-"""NAdam, RAdam, Adamax, Adadelta and ASGD against torch.optim's single-tensor updates: the
+"""NAdam, RAdam, Adamax, Adadelta, ASGD and Rprop against torch.optim's single-tensor updates: the
 same weights, data and hyperparameters give the same parameters and the same state, bit
 for bit, after every step, over two parameter groups; state dicts have torch's layout
 (the numbers torch keeps as 0-d tensors, `mu_product`, `eta` and `mu`, included) and
@@ -27,9 +27,11 @@ CASES = [
     ('Adadelta', dict(lr=0.5, rho=0.7, eps=1e-5, weight_decay=0.1, maximize=True)),
     ('ASGD', dict()),
     ('ASGD', dict(lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1, maximize=True)),
+    ('Rprop', dict()),
+    ('Rprop', dict(lr=0.05, etas=(0.3, 1.7), step_sizes=(1e-3, 0.08), maximize=True)),
 ]
 IDS = [f'{name}-{index}' for index, (name, _) in enumerate(CASES)]
-NAMES = ['NAdam', 'RAdam', 'Adamax', 'Adadelta', 'ASGD']
+NAMES = ['NAdam', 'RAdam', 'Adamax', 'Adadelta', 'ASGD', 'Rprop']
 STEPS = 6
 
 
@@ -110,8 +112,8 @@ def test_defaults_groups_and_state_dict_have_torchs_layout(name):
             assert torch.equal(saved.data, value), key
 
 
-@pytest.mark.parametrize('name,options', [CASES[i] for i in (1, 4, 7, 9, 11)],
-                         ids=[IDS[i] for i in (1, 4, 7, 9, 11)])
+@pytest.mark.parametrize('name,options', [CASES[i] for i in (1, 4, 7, 9, 11, 13)],
+                         ids=[IDS[i] for i in (1, 4, 7, 9, 11, 13)])
 def test_state_dicts_load_both_ways_and_runs_resume_identically(name, options, tmp_path):
     data = batches(2 * STEPS)
     mine, theirs, optimizer, expected = pair(name, options)
@@ -173,7 +175,8 @@ def test_scheduled_steps_reuse_one_plan(name):
     steps (RAdam's rectification starts at step 6 with torch's default betas), every step
     is one message of the same structure, so the dispatcher plans once."""
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
-    optimizer = getattr(optim, name)(model.parameters(), weight_decay=0.05)
+    decay = {} if name == 'Rprop' else {'weight_decay': 0.05}  # Rprop has none
+    optimizer = getattr(optim, name)(model.parameters(), **decay)
     scheduler = optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
     x, y = gt.randn(5, 6), gt.randn(5, 3)
     client = gt.runtime.client.current()
@@ -201,8 +204,10 @@ def test_scheduled_steps_reuse_one_plan(name):
     (lambda p: optim.Adadelta(p, rho=1.5), 'rho=1.5'),
     (lambda p: optim.ASGD(p, weight_decay=-1), 'weight_decay=-1'),
     (lambda p: optim.ASGD(p, differentiable=True), 'differentiable'),
+    (lambda p: optim.Rprop(p, lr=-1), 'lr=-1'),
+    (lambda p: optim.Rprop(p, etas=(1.5, 2.0)), r'etas=\(1.5, 2.0\)'),
 ], ids=['nadam-lr', 'nadam-momentum-decay', 'radam-betas', 'adamax-eps', 'adadelta-rho',
-        'asgd-weight-decay', 'asgd-differentiable'])
+        'asgd-weight-decay', 'asgd-differentiable', 'rprop-lr', 'rprop-etas'])
 def test_hyperparameters_are_checked_as_in_torch(make, problem):
     with pytest.raises(ValueError, match=problem):
         make(nn.Linear(3, 2).parameters())
