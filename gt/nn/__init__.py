@@ -117,7 +117,7 @@ from gt.nn.padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from gt.nn.parameter import Parameter
+from gt.nn.parameter import Buffer, Parameter
 from gt.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -162,7 +162,7 @@ from gt.nn.upsampling import (
 )
 
 __all__ = [
-    'Module', 'Parameter', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
+    'Module', 'Parameter', 'Buffer', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
     'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d',
     'Dropout', 'ReLU', 'Sigmoid', 'Tanh', 'GELU', 'Softmax', 'LogSoftmax', 'Flatten',
     'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',

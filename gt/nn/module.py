@@ -12,7 +12,7 @@ import torch
 
 from gt.autograd import no_grad
 from gt.nn import module_hooks
-from gt.nn.parameter import Parameter
+from gt.nn.parameter import Buffer, Parameter
 from gt.runtime import client as connection
 from gt.tensor import Tensor
 
@@ -36,6 +36,7 @@ class Module:
     def __init__(self) -> None:
         object.__setattr__(self, '_parameters', OrderedDict())
         object.__setattr__(self, '_buffers', OrderedDict())
+        object.__setattr__(self, '_non_persistent_buffers_set', set())  # torch's name
         object.__setattr__(self, '_modules', OrderedDict())
         object.__setattr__(self, 'training', True)
 
@@ -98,6 +99,8 @@ class Module:
                 raise TypeError(f'cannot assign {type(value).__name__} as child module '
                                 f'{name!r} (gt.nn.Module or None expected)')
             modules[name] = None
+        elif isinstance(value, Buffer):
+            self.register_buffer(name, value, value.persistent)
         elif name in self.__dict__.get('_buffers', ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f'cannot assign {type(value).__name__} as buffer {name!r} '
@@ -126,18 +129,35 @@ class Module:
             if registry != keep and entries is not None and name in entries:
                 del entries[name]
                 found = True
+                if registry == '_buffers':
+                    self._non_persistent_buffers_set.discard(name)
         if name in self.__dict__:
             del self.__dict__[name]
             found = True
         return found
 
-    def register_buffer(self, name: str, tensor: Tensor | None) -> None:
-        """A tensor that is part of the state (saved in state_dict) but not a parameter."""
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True
+                        ) -> None:
+        """A tensor that is part of the state but not a parameter; a persistent one is
+        saved in state_dict. torch's checks of the name, in its words."""
+        if '_buffers' not in self.__dict__:
+            raise AttributeError('cannot assign buffer before Module.__init__() call')
+        if not isinstance(name, str):
+            raise TypeError(f'buffer name should be a string. Got {type(name).__name__}')
+        if '.' in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == '':
+            raise KeyError('buffer name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f'cannot assign {type(tensor).__name__} as buffer {name!r} '
                             '(gt.Tensor or None expected)')
-        self._forget(name, keep='_buffers')
         self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, parameter: Parameter | None) -> None:
         if parameter is not None and not isinstance(parameter, Parameter):
@@ -292,12 +312,14 @@ class Module:
         return OrderedDict((name, value) for (name, _), value in zip(entries, values))
 
     def _state_entries(self, prefix: str = '') -> Iterator[tuple[str, Tensor]]:
-        """torch's order: each module's parameters, then its buffers, then its children;
-        a module shared by two parents appears under both names, as in torch."""
-        for registry in (self._parameters, self._buffers):
-            for name, tensor in registry.items():
-                if tensor is not None:
-                    yield prefix + name, tensor
+        """torch's order: each module's parameters, then its persistent buffers, then its
+        children; a module shared by two parents appears under both names, as in torch."""
+        for name, tensor in self._parameters.items():
+            if tensor is not None:
+                yield prefix + name, tensor
+        for name, tensor in self._buffers.items():
+            if tensor is not None and name not in self._non_persistent_buffers_set:
+                yield prefix + name, tensor
         for name, module in self._modules.items():
             if module is not None:
                 yield from module._state_entries(f'{prefix}{name}.')

@@ -1,5 +1,5 @@
-"""`Parameter`: the tensors a Module registers as its weights when they are assigned to
-it; leaves that require grad, as in torch.nn."""
+"""`Parameter` and `Buffer`: the tensors a Module registers when they are assigned to it,
+as its weights (leaves that require grad) or as its other state, as in torch.nn."""
 
 from typing import Any
 
@@ -17,17 +17,7 @@ class Parameter(Tensor):
     _copies_grad = False  # torch's Parameter.__deepcopy__ leaves .grad behind
 
     def __init__(self, data: Any = None, requires_grad: bool = True):
-        from gt.creation import tensor, zeros
-
-        self._id = None  # until the value exists: a failed construction releases nothing
-        if data is None:
-            source = zeros(0)
-        elif isinstance(data, Tensor):
-            source = data.detach()
-        else:
-            source = tensor(data)
-        wrap(source._id, source._type, source._client, self)
-        source._id = None  # the detached copy is ours alone: take over its value
+        _take_value(self, data)
         set_requires_grad(self, requires_grad)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -36,3 +26,33 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return f'Parameter containing:\n{Tensor.__repr__(self)}'
+
+
+class Buffer(Tensor):
+    """A tensor that a Module registers as a buffer when assigned to it (torch.nn.Buffer):
+    state that is not a parameter; `persistent=False` keeps it out of `state_dict`. It
+    requires grad when `data` does, as in torch."""
+
+    __slots__ = ('persistent',)
+
+    def __init__(self, data: Any = None, *, persistent: bool = True):
+        _take_value(self, data)
+        self.persistent = persistent
+        if isinstance(data, (Tensor, torch.Tensor)) and data.requires_grad:
+            set_requires_grad(self, True)
+
+
+def _take_value(target: Tensor, data: Any) -> None:
+    """Give `target` a detached copy of `data` (a gt Tensor, a torch tensor, an array; an
+    empty tensor for None) as its own value."""
+    from gt.creation import tensor, zeros
+
+    target._id = None  # until the value exists: a failed construction releases nothing
+    if data is None:
+        source = zeros(0)
+    elif isinstance(data, Tensor):
+        source = data.detach()
+    else:
+        source = tensor(data)
+    wrap(source._id, source._type, source._client, target)
+    source._id = None  # the detached copy is ours alone: take over its value
