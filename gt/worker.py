@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.threads < 1:
             parser.error(f'--threads must be at least 1, got {args.threads}')
         os.environ['GT_WORKER_THREADS'] = str(args.threads)
+    if args.device is not None and args.backend == 'torch':
+        from gt.runtime.engines import device_problem
+
+        problem = device_problem(args.device)
+        if problem:
+            parser.exit(2, f'gt.worker: --device {args.device}: {problem}\n')
     terminate_on_sigterm()
     if args.exit_with_parent:
         exit_with_parent(args.exit_with_parent)

@@ -146,7 +146,8 @@ class Cluster:
     """A real `python -m gt.server` and `python -m gt.worker` processes on a loopback port."""
 
     def __init__(self, workers: int = 2, backend: str = 'torch', env: dict | None = None,
-                 log_dir: str | None = None, server_args: list[str] | None = None):
+                 log_dir: str | None = None, server_args: list[str] | None = None,
+                 device: str = 'cpu'):
         self.port = free_port()
         self.address = f'localhost:{self.port}'
         self.endpoint = f'tcp://127.0.0.1:{self.port}'
@@ -157,11 +158,16 @@ class Cluster:
         self.env.setdefault('GT_SESSION_TIMEOUT', '5')  # so tests can watch sessions expire
         self.env.update(env or {})
         self.guard = ['--exit-with-parent', str(os.getpid())]
+        # The CPU even on a GPU machine, unless a test asks for the GPU: the suite's torch
+        # oracles run on the CPU, while a CUDA worker gives CUDA's draws and kernels (what
+        # tests/runtime/test_gpu_workers.py checks, on `gpu_cluster`).
+        placement = ['--device', device] if backend == 'torch' else []
         self.server_args = server_args or []
         self.server = self.start_server()
         self.workers = [
             self._start(f'worker{index}', ['gt.worker', '--host', 'localhost', '-p',
-                                           str(self.port), '--backend', backend, *self.guard])
+                                           str(self.port), '--backend', backend, *placement,
+                                           *self.guard])
             for index in range(workers)
         ]
 
@@ -248,9 +254,9 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_cluster(workers: int = 2):
+def running_cluster(workers: int = 2, device: str = 'cpu'):
     """A ready cluster for the block (for fixtures shared by a session or a module)."""
-    started = Cluster(workers=workers)
+    started = Cluster(workers=workers, device=device)
     try:
         started.wait_ready()
         yield started
@@ -263,6 +269,14 @@ def cluster():
     """One dispatcher and two torch workers, shared by the whole session. Tests must not
     break it; a test that kills processes starts its own with `start_cluster`."""
     with running_cluster(2) as started:
+        yield started
+
+
+@pytest.fixture(scope='session')
+def gpu_cluster():
+    """A dispatcher and two torch workers on the GPU (both on cuda:0 on a one-GPU
+    machine), for tests marked `gpu`."""
+    with running_cluster(2, device='cuda') as started:
         yield started
 
 
@@ -367,6 +381,16 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         'markers', 'time_limit(seconds): fail a tests/runtime test that runs longer '
         f'(default {DEFAULT_TIME_LIMIT:.0f} s)')
+    config.addinivalue_line('markers', 'gpu: needs a CUDA GPU; skipped on a machine without one')
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if torch.cuda.is_available():
+        return
+    no_gpu = pytest.mark.skip(reason='needs a CUDA GPU (torch.cuda.is_available() is False)')
+    for item in items:
+        if item.get_closest_marker('gpu'):
+            item.add_marker(no_gpu)
 
 
 class TimeLimitExceeded(Exception):

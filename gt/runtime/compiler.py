@@ -141,7 +141,8 @@ class Compiler:
                                  dynamic=False)
         with torch.inference_mode():  # as the worker runs: the guards must match its calls
             compiled(*examples)
-        return torch._dynamo.run(compiled)
+        run = torch._dynamo.run(compiled)
+        return _copying_outputs(run) if backend == 'cudagraphs' else run
 
     def _report_failure(self, error: Exception, region: Region, backend: str) -> None:
         ops = len(region.steps)
@@ -154,6 +155,18 @@ class Compiler:
             _say(f'warning: a region of {ops} ops did not compile with {backend} '
                  f'({type(error).__name__}: {first_line}); it runs eagerly. '
                  f'GT_DEBUG_COMPILE=1 shows details.')
+
+
+def _copying_outputs(run: Any) -> Any:
+    """A CUDA graph replays into memory of its own, which its next replay overwrites,
+    while a region's outputs live on as the worker's tensors (a parameter, a momentum
+    buffer): each is copied out as soon as the replay ends (a device copy, as torch
+    advises for outputs kept across runs)."""
+    def replay(*inputs: Any) -> tuple:
+        return tuple(output.clone() if isinstance(output, torch.Tensor) else output
+                     for output in run(*inputs))
+
+    return replay
 
 
 def _say(text: str) -> None:

@@ -52,6 +52,26 @@ class SessionContext:
     def reseed(self, seed: int) -> None:
         self.generator = np.random.default_rng(seed)
 
+def device_problem(name: str) -> str | None:
+    """Why this machine cannot run torch ops on device `name` (None if it can): a worker
+    refuses such a --device at start, rather than registering and failing every op."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        return 'not a torch device (cpu, cuda or cuda:N)'
+    if device.type == 'cuda':
+        count = torch.cuda.device_count()
+        if count == 0:
+            return 'this machine has no CUDA device (torch.cuda.is_available() is False)'
+        if device.index is not None and device.index >= count:
+            return f'this machine has {count} CUDA device(s): cuda:0 to cuda:{count - 1}'
+    elif device.type != 'cpu':
+        backend = getattr(torch, device.type, None)
+        if not getattr(backend, 'is_available', lambda: False)():
+            return f'this machine has no {device.type} device'
+    return None
+
+
 class TorchEngine:
     name = 'torch'
 
@@ -59,6 +79,8 @@ class TorchEngine:
         if device is None:
             device = 'cuda' if torch.cuda.is_available() else 'cpu'
         self.device = torch.device(device)
+        if self.device.type == 'cuda' and self.device.index is None:
+            self.device = torch.device('cuda', torch.cuda.current_device())  # say which GPU
         if self.device.type == 'cpu' and 'GT_WORKER_THREADS' in os.environ:
             torch.set_num_threads(int(os.environ['GT_WORKER_THREADS']))
 

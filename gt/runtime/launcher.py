@@ -18,6 +18,16 @@ from gt.runtime import diagnostics
 STOP_SECONDS = 5.0
 
 
+def gpu_placements(workers: int) -> list[list[str]]:
+    """Each worker's --device: the GPUs this process sees in turn (one per worker while
+    there are enough; CUDA_VISIBLE_DEVICES chooses which), or none without CUDA, where
+    workers take the CPU."""
+    import torch
+
+    count = torch.cuda.device_count()
+    return [['--device', f'cuda:{index % count}'] if count else [] for index in range(workers)]
+
+
 class LocalServer:
     def __init__(self, workers: int = 1):
         self.runtime_dir = tempfile.mkdtemp(prefix='gt-')
@@ -32,10 +42,10 @@ class LocalServer:
         self.processes = [subprocess.Popen(
             [sys.executable, '-m', 'gt.server', '--endpoint', self.endpoint,
              '--runtime-dir', self.runtime_dir, *parent], env=env, start_new_session=True)]
-        for _ in range(workers):
+        for placement in gpu_placements(workers):
             self.processes.append(subprocess.Popen(
-                [sys.executable, '-m', 'gt.worker', '--endpoint', self.endpoint, *parent],
-                env=env, start_new_session=True))
+                [sys.executable, '-m', 'gt.worker', '--endpoint', self.endpoint, *placement,
+                 *parent], env=env, start_new_session=True))
         diagnostics.verbose('client', f'started a local server (a dispatcher and {workers} '
                             f'worker(s)) on {self.endpoint}')
 

@@ -6,11 +6,14 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from gt_test_support import Cluster, free_port
 
 from gt.runtime.transport import local_socket_path
 
 COMMAND_SECONDS = 60
+# A GPU this machine lacks: any on a machine without CUDA, else one past its last.
+MISSING_DEVICE = f'cuda:{torch.cuda.device_count()}' if torch.cuda.is_available() else 'cuda'
 
 
 def start(*args: str) -> subprocess.Popen:
@@ -37,6 +40,8 @@ def outputs():
         'bogus backend': ('gt.worker', '--backend', 'bogus', '-p', '1'),
         'server port out of range': ('gt.server', '-p', '99999'),
         'worker port not a number': ('gt.worker', '-p', 'abc'),
+        'device not on this machine': ('gt.worker', '--device', MISSING_DEVICE, '-p', '1'),
+        'device not a device': ('gt.worker', '--device', 'gpu0', '-p', '1'),
     }
     started = {name: start(*args) for name, args in commands.items()}
     return {name: finish(process) for name, process in started.items()}
@@ -72,6 +77,15 @@ def test_a_bad_port_is_refused_by_name(outputs, command):
     code, stdout, stderr = outputs[command]
     assert code == 2 and 'is not a TCP port (1 to 65535)' in stderr, stderr
     assert 'Traceback' not in stderr
+
+
+@pytest.mark.parametrize('command, problem', [
+    ('device not on this machine', 'CUDA device'),
+    ('device not a device', 'not a torch device (cpu, cuda or cuda:N)')])
+def test_a_worker_refuses_a_device_it_cannot_run_on(outputs, command, problem):
+    code, stdout, stderr = outputs[command]
+    assert code == 2 and '--device ' in stderr and problem in stderr, stderr
+    assert 'Traceback' not in stderr and 'connected' not in stdout
 
 
 @pytest.mark.time_limit(60)
