@@ -6,6 +6,19 @@ import statistics
 import time
 from typing import Callable
 
+import torch
+
+DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+"""Where torch runs in every comparison: where a GT worker on this machine runs by default
+(CUDA when there is a GPU), so both sides do the same work. Each timed run ends with a
+fetch to the host, which waits for the device's queue on both sides."""
+
+
+def devices(gt) -> str:
+    """Which devices the ratios compare (GT's workers say which device they run on)."""
+    workers = ', '.join(sorted({worker['device'] for worker in gt.debug.get_worker_stats()}))
+    return f'torch on {DEVICE}, GT worker(s) on {workers}'
+
 
 def alternating(first: Callable[[], object], second: Callable[[], object],
                 repeats: int = 15, warmup: int = 3,

@@ -47,7 +47,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import alternating  # noqa: E402
+from common import DEVICE, alternating  # noqa: E402
 
 STEPS = 10  # steps per window; the loss is fetched once per window
 REPEATS, WARMUP = 20, 2  # windows of each side in a steady-state comparison
@@ -95,7 +95,8 @@ def block(nn):
 
 def problem(name: str):
     """The torch model (seeded, so every process starts from the same weights), its inputs,
-    labels and learning rate."""
+    labels and learning rate, on DEVICE (where GT's worker runs too). Drawn on the CPU, so
+    every device starts from the same numbers."""
     torch.manual_seed(0)
     if name == 'mlp':
         model, x = mlp(torch.nn), torch.randn(128, 784)
@@ -103,7 +104,7 @@ def problem(name: str):
     else:
         model, x = block(torch.nn), torch.randn(16, 64, 128)
         y = torch.randint(0, 10, (16 * 64,))
-    return model, x, y, 0.01
+    return model.to(DEVICE), x.to(DEVICE), y.to(DEVICE), 0.01
 
 
 class Trainer:
@@ -261,10 +262,17 @@ def close_and_sweep() -> list:
     return left
 
 
+def progress(text: str, began: float) -> None:
+    """A line on stderr as each part ends: a cold run takes minutes."""
+    print(f'  [{time.perf_counter() - began:.0f} s] {text}', file=sys.stderr, flush=True)
+
+
 def spawn(mode: str, name: str, env: dict, wait: float) -> dict:
     command = [sys.executable, os.path.abspath(__file__), '--gt-run', mode, '--model', name,
                '--compile-wait', str(wait)]
+    began = time.perf_counter()
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True)
+    progress(f'{name}: GT {mode} run done', began)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f'{" ".join(command)} exited with {done.returncode}:\n{done.stdout}')
@@ -353,8 +361,8 @@ def main() -> int:
     torch_cache, gt_cache = os.path.join(scratch, 'torch'), os.path.join(scratch, 'gt')
     os.environ['TORCHINDUCTOR_CACHE_DIR'] = torch_cache  # torch.compile here starts cold
     print(f'windows of {STEPS} steps + 1 loss fetch, {REPEATS} of each side alternating; '
-          f'{torch.get_num_threads()} torch threads; GT on an auto-started local server, '
-          f'1 worker')
+          f'torch on {DEVICE} ({torch.get_num_threads()} threads); GT on an auto-started local '
+          f'server, 1 worker on its default device (the same)')
     print(f'cold Inductor caches: torch.compile in {torch_cache}, GT auto-compile in '
           f'{gt_cache} (GT_AUTO_COMPILE=1, GT_COMPILE_BACKEND={args.backend})')
     saved = {}
@@ -366,6 +374,7 @@ def main() -> int:
             start = time.perf_counter()
             compiled.window()
             compile_seconds = time.perf_counter() - start
+            progress(f'{name}: torch.compile compiled', start)
             torch_eager_s, compiled_s = alternating(eager.window, compiled.window, REPEATS,
                                                     WARMUP)
             checks.append(loss_check('torch.compile', compiled, eager))

@@ -12,7 +12,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import alternating, report  # noqa: E402
+from common import DEVICE, alternating, devices, report  # noqa: E402
 
 import gt  # noqa: E402
 import gt.nn as nn  # noqa: E402
@@ -25,7 +25,7 @@ BATCH, INPUTS, HIDDEN, CLASSES = 64, 784, 256, 10
 def build(library, functional, optimizers, x, y):
     """The model, its optimizer and a function running `count` steps, in either library."""
     model = library.Sequential(library.Linear(INPUTS, HIDDEN), library.ReLU(),
-                               library.Linear(HIDDEN, CLASSES))
+                               library.Linear(HIDDEN, CLASSES)).to(DEVICE)  # GT's: unchanged
     optimizer = optimizers.SGD(model.parameters(), lr=0.01)
 
     def steps(count: int = STEPS, fetch_each: bool = False) -> float:
@@ -44,10 +44,11 @@ def build(library, functional, optimizers, x, y):
 def main() -> int:
     labels = torch.randint(0, CLASSES, (BATCH,))
     _, torch_steps = build(torch.nn, torch.nn.functional, torch.optim,
-                           torch.randn(BATCH, INPUTS), labels)
+                           torch.randn(BATCH, INPUTS, device=DEVICE), labels.to(DEVICE))
     _, gt_steps = build(nn, F, nn, gt.randn(BATCH, INPUTS), gt.tensor(labels))
     gt_steps(3)  # start the server and fill the plan cache before timing
     torch_steps(3)
+    print(devices(gt))
 
     torch_time, gt_time = alternating(torch_steps, gt_steps)
     report(f'MLP {INPUTS}-{HIDDEN}-{CLASSES} SGD step ({STEPS} steps, 1 fetch)',

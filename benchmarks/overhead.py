@@ -12,7 +12,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import alternating, report  # noqa: E402
+from common import DEVICE, alternating, devices, report  # noqa: E402
 
 import gt  # noqa: E402
 
@@ -20,10 +20,10 @@ CHAIN = 1000
 
 
 def torch_chain() -> None:
-    a, c = torch.randn(4, 4), torch.randn(4, 4)
+    a, c = torch.randn(4, 4, device=DEVICE), torch.randn(4, 4, device=DEVICE)
     for _ in range(CHAIN):
         c = c + a
-    c.numpy()
+    c.cpu().numpy()
 
 
 def gt_chain(a: gt.Tensor, start: gt.Tensor) -> None:
@@ -34,8 +34,8 @@ def gt_chain(a: gt.Tensor, start: gt.Tensor) -> None:
 
 
 def torch_matmul() -> None:
-    a, b = torch.randn(1000, 1000), torch.randn(1000, 1000)
-    (a @ b).numpy()
+    a, b = torch.randn(1000, 1000, device=DEVICE), torch.randn(1000, 1000, device=DEVICE)
+    (a @ b).cpu().numpy()
 
 
 def gt_matmul() -> None:
@@ -46,6 +46,7 @@ def gt_matmul() -> None:
 def main() -> int:
     a, c = gt.randn(4, 4), gt.randn(4, 4)
     c.numpy()  # start the server before timing
+    print(devices(gt))
     report(f'{CHAIN}-op chain on 4x4, one fetch',
            *alternating(torch_chain, lambda: gt_chain(a, c), repeats=100), 2.0)
     report('1000x1000 matmul + fetch', *alternating(torch_matmul, gt_matmul), 1.2)
