@@ -18,11 +18,15 @@ def gt_files() -> set[str]:
     return {name for name in os.listdir(shared_memory.DIRECTORY) if name.startswith('gt-fetch')}
 
 
-def test_a_large_fetch_maps_a_file_that_disappears_once_taken():
+def test_a_large_fetch_maps_a_file_that_disappears_once_taken(monkeypatch):
+    adopted = []
+    adopt = shared_memory.adopt
+    monkeypatch.setattr(shared_memory, 'adopt', lambda *args: adopted.append(args) or adopt(*args))
     before = gt_files()
-    data = np.random.default_rng(0).standard_normal((600, 700)).astype(np.float32)
-    tensor = gt.from_numpy(data) * 2  # 1.7 MB: over the threshold
+    data = np.random.default_rng(0).standard_normal((2900, 2900)).astype(np.float32)
+    tensor = gt.from_numpy(data) * 2  # 34 MB: over the threshold
     fetched = tensor.data
+    assert len(adopted) == 1 and adopted[0][0].startswith(shared_memory.DIRECTORY)
     np.testing.assert_array_equal(fetched.numpy(), data * 2)
     fetched.numpy()[0, 0] = 1e9  # the mapping is private to this process: GT's value stays
     assert tensor[0, 0].item() == pytest.approx(float(data[0, 0] * 2))
@@ -58,6 +62,6 @@ def test_a_client_without_shared_memory_gets_frames(cluster, monkeypatch):
     before = gt_files()
     with connected(cluster.address) as client:
         assert client.probe == ''
-        data = np.arange(400_000, dtype=np.float32)
+        data = np.arange(9_000_000, dtype=np.float32)  # 36 MB
         np.testing.assert_array_equal(gt.from_numpy(data).numpy(), data)
         assert gt_files() == before
