@@ -213,24 +213,25 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != self.embed_dim:
             raise AssertionError('embed_dim must be divisible by num_heads')
-        # Empty (undrawn) until _reset_parameters, as torch.empty leaves them.
+        # Empty (undrawn) until _reset_parameters, as torch.empty leaves them; in `dtype`,
+        # since torch draws in it (a float64 draw is not a float32 draw widened).
+        kinds = {} if dtype is None else {'dtype': dtype}
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(zeros(3 * embed_dim, embed_dim))
+            self.in_proj_weight = Parameter(zeros(3 * embed_dim, embed_dim, **kinds))
             for name in ('q_proj_weight', 'k_proj_weight', 'v_proj_weight'):
                 self.register_parameter(name, None)
         else:
-            self.q_proj_weight = Parameter(zeros(embed_dim, embed_dim))
-            self.k_proj_weight = Parameter(zeros(embed_dim, self.kdim))
-            self.v_proj_weight = Parameter(zeros(embed_dim, self.vdim))
+            self.q_proj_weight = Parameter(zeros(embed_dim, embed_dim, **kinds))
+            self.k_proj_weight = Parameter(zeros(embed_dim, self.kdim, **kinds))
+            self.v_proj_weight = Parameter(zeros(embed_dim, self.vdim, **kinds))
             self.register_parameter('in_proj_weight', None)
         self.register_parameter('in_proj_bias',
-                                Parameter(zeros(3 * embed_dim)) if bias else None)
-        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias)
+                                Parameter(zeros(3 * embed_dim, **kinds)) if bias else None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
-        if dtype is not None:
-            self.to(dtype)
 
     def _reset_parameters(self) -> None:
         if self._qkv_same_embed_dim:

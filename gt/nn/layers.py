@@ -21,12 +21,14 @@ class Linear(Module):
     torch's `reset_parameters` does: kaiming_uniform_(a=sqrt(5)) for the weight, then
     U(-1/sqrt(in_features), 1/sqrt(in_features)) for the bias."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
-        super().__init__()
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()  # `device` as torch's factories take it: GT places tensors itself
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(zeros(out_features, in_features))
+        kinds = {} if dtype is None else {'dtype': dtype}
+        self.weight = Parameter(zeros(out_features, in_features, **kinds))
         if bias:
-            self.bias = Parameter(zeros(out_features))
+            self.bias = Parameter(zeros(out_features, **kinds))
         else:
             self.register_parameter('bias', None)
         self.reset_parameters()
@@ -139,16 +141,18 @@ class Embedding(Module):
 
 class LayerNorm(Module):
     def __init__(self, normalized_shape: Sequence[int] | int, eps: float = 1e-5,
-                 elementwise_affine: bool = True, bias: bool = True) -> None:
+                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) \
             else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
-        self.register_parameter('weight', Parameter(ones(*shape)) if elementwise_affine
-                                else None)
-        self.register_parameter('bias', Parameter(zeros(*shape)) if elementwise_affine and bias
-                                else None)
+        kinds = {} if dtype is None else {'dtype': dtype}
+        self.register_parameter('weight', Parameter(ones(*shape, **kinds))
+                                if elementwise_affine else None)
+        self.register_parameter('bias', Parameter(zeros(*shape, **kinds))
+                                if elementwise_affine and bias else None)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)

@@ -58,13 +58,13 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         # torch's registration order, which is its draw order and its state dict's.
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+                                            batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
@@ -77,8 +77,6 @@ class TransformerEncoderLayer(Module):
         else:
             self.activation_relu_or_gelu = 0
         self.activation = activation
-        if dtype is not None:
-            self.to(dtype)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
@@ -116,23 +114,22 @@ class TransformerDecoderLayer(Module):
                  dtype: torch.dtype | None = None) -> None:
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
-                                            batch_first=batch_first, bias=bias)
+                                            batch_first=batch_first, bias=bias, dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
-                                                 batch_first=batch_first, bias=bias)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+                                                 batch_first=batch_first, bias=bias,
+                                                 dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
         self.activation = _get_activation_fn(activation) if isinstance(activation, str) \
             else activation
-        if dtype is not None:
-            self.to(dtype)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None,
@@ -239,23 +236,21 @@ class Transformer(Module):
                  dtype: torch.dtype | None = None) -> None:
         super().__init__()
         layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                      batch_first, norm_first, bias)
+                      batch_first, norm_first, bias, device, dtype)
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
             self.encoder = TransformerEncoder(
                 TransformerEncoderLayer(*layer_args), num_encoder_layers,
-                LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             self.decoder = TransformerDecoder(
                 TransformerDecoderLayer(*layer_args), num_decoder_layers,
-                LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
         self._reset_parameters()
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
-        if dtype is not None:
-            self.to(dtype)
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
                 tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
