@@ -5,6 +5,7 @@
 """
 
 import os as _os
+import warnings as _warnings
 from importlib import metadata as _metadata
 
 import torch as _torch
@@ -31,6 +32,7 @@ from gt.autograd import (
     no_grad,
     set_grad_enabled,
 )
+from gt.compiling import compile
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
     arange,
@@ -125,6 +127,24 @@ def get_num_threads() -> int:
     return _torch.get_num_threads()
 
 
+_float32_matmul_precision = 'highest'
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Accepted and kept, as `gt.backends.cuda.matmul.allow_tf32` is: workers multiply
+    float32 at torch's default precision ('highest'), the same for every session."""
+    global _float32_matmul_precision
+    if precision not in ('highest', 'high', 'medium'):
+        _warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the "
+                       'set_float32_matmul_precision call has no effect', stacklevel=2)
+        return
+    _float32_matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _float32_matmul_precision
+
+
 def sync() -> None:
     """Send pending work now (without waiting for it to finish)."""
     _current().flush()
@@ -141,7 +161,8 @@ __all__ = [
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
     'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',
-    'set_num_threads', 'get_num_threads', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
+    'set_num_threads', 'get_num_threads', 'set_float32_matmul_precision',
+    'get_float32_matmul_precision', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
     'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
     'BoolTensor', 'distributions',
 ]

@@ -107,23 +107,28 @@ def _like(op: str, other: Tensor, dtype: Any, requires_grad: bool, **attrs: Any)
                     **attrs)
 
 
-def zeros_like(other, dtype=None, requires_grad=False):
+def zeros_like(other, dtype=None, requires_grad=False, **placement):
+    _placement_only(placement)
     return _like('zeros', other, dtype, requires_grad)
 
 
-def ones_like(other, dtype=None, requires_grad=False):
+def ones_like(other, dtype=None, requires_grad=False, **placement):
+    _placement_only(placement)
     return _like('ones', other, dtype, requires_grad)
 
 
-def randn_like(other, dtype=None, requires_grad=False):
+def randn_like(other, dtype=None, requires_grad=False, **placement):
+    _placement_only(placement)
     return _like('randn', other, dtype, requires_grad)
 
 
-def rand_like(other, dtype=None, requires_grad=False):
+def rand_like(other, dtype=None, requires_grad=False, **placement):
+    _placement_only(placement)
     return _like('rand', other, dtype, requires_grad)
 
 
-def full_like(other, fill_value, dtype=None, requires_grad=False):
+def full_like(other, fill_value, dtype=None, requires_grad=False, **placement):
+    _placement_only(placement)
     return _like('full', other, dtype, requires_grad, value=fill_value)
 
 
@@ -143,10 +148,12 @@ def _from_data(array: np.ndarray, dtype: str, requires_grad: bool) -> Tensor:
     return result
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False,
+           **placement: Any) -> Tensor:
     """A tensor from nested lists, numbers, numpy arrays or torch tensors, as torch.tensor;
     GT tensors among them (`gt.tensor([loss_a, loss_b])`) are fetched, in one round trip,
     since torch.tensor copies values and infers the dtype from them."""
+    _placement_only(placement)
     if isinstance(data, Tensor):
         data = data.data
     elif isinstance(data, (list, tuple)):

@@ -8,6 +8,9 @@ that GT accepts and ignores. GT has one random generator per session, seeded by
 `gt.manual_seed` (which, like `torch.manual_seed`, seeds every device): `manual_seed`
 and `manual_seed_all` here seed only CUDA generators in torch, and a client has none.
 `gt.cuda.amp` is gt.amp (its autocast and GradScaler behave as torch's do without CUDA).
+What torch.cuda answers without CUDA, this answers too: `empty_cache()` does nothing and
+the memory counters are 0 (the workers' memory is in `gt.debug.print_worker_stats()`);
+anything else torch.cuda has is an error naming why.
 """
 
 from gt import amp as amp  # torch.cuda.amp's spelling
@@ -27,3 +30,34 @@ def manual_seed(seed: int) -> None:
 
 def manual_seed_all(seed: int) -> None:
     """Nothing to seed: see the module docstring (`gt.manual_seed` seeds the session)."""
+
+
+def is_initialized() -> bool:
+    return False
+
+
+def empty_cache() -> None:
+    """Nothing to free here; a worker frees a tensor's memory when its last reference dies."""
+
+
+def memory_allocated(device: object = None) -> int:
+    return 0
+
+
+def max_memory_allocated(device: object = None) -> int:
+    return 0
+
+
+def memory_reserved(device: object = None) -> int:
+    return 0
+
+
+def max_memory_reserved(device: object = None) -> int:
+    return 0
+
+
+def __getattr__(name: str) -> object:
+    raise AttributeError(
+        f'gt.cuda has no {name}: a GT client has no CUDA device (gt.cuda.is_available() is '
+        f'False, as in torch without CUDA). Workers run the work on their GPUs, and a script '
+        f'waits for it when it reads a value (.item(), .numpy(), print).')

@@ -81,6 +81,11 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods):
         """The tensor itself: GT places values on the workers' GPUs by itself."""
         return self
 
+    def pin_memory(self, device: Any = None) -> 'Tensor':
+        """The tensor itself: its value is on a worker, not in this process's memory to
+        pin (torch's DataLoader calls this with `pin_memory=True` where CUDA is)."""
+        return self
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None

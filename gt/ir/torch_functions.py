@@ -26,7 +26,7 @@ NAMESPACES: dict[str, Any] = {
 
 # I/O, code loading, process-wide state, and values GT keeps to itself.
 REFUSED = frozenset({
-    'torch.load', 'torch.save', 'torch.from_file', 'torch.compile', 'torch.export',
+    'torch.load', 'torch.save', 'torch.from_file', 'torch.export',
     'torch.manual_seed', 'torch.seed', 'torch.initial_seed', 'torch.get_rng_state',
     'torch.cond', 'torch.vmap', 'torch.while_loop', 'torch.typename', 'torch.from_numpy',
     'torch.from_dlpack', 'torch.frombuffer', 'torch.asarray', 'torch.tensor', 'torch.as_tensor',
@@ -38,7 +38,7 @@ REFUSED = frozenset({
     'Tensor.tolist', 'Tensor.numpy', 'Tensor.item', 'Tensor.data_ptr', 'Tensor.storage',
     'Tensor.untyped_storage', 'Tensor.backward', 'Tensor.register_hook',
     'Tensor.register_post_accumulate_grad_hook', 'Tensor.retain_grad', 'Tensor.requires_grad_',
-    'Tensor.share_memory_', 'Tensor.pin_memory', 'Tensor.cuda', 'Tensor.cpu', 'Tensor.to',
+    'Tensor.share_memory_', 'Tensor.cuda', 'Tensor.cpu', 'Tensor.to',
     'Tensor.record_stream', 'Tensor.apply_', 'Tensor.map_', 'Tensor.map2_', 'Tensor.set_',
     'Tensor.resize_', 'Tensor.resize_as_', 'Tensor.detach_', 'Tensor.dim_order',
     'Tensor.storage_offset', 'Tensor.is_pinned', 'Tensor.is_shared', 'Tensor.get_device',

@@ -170,6 +170,15 @@ class Client:
         send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
                                    self.compile_wish))
 
+    def wish_compiled(self, backend: str) -> None:
+        """`gt.compile`: compile hot programs with `backend`, where the environment set
+        neither (its settings win); the dispatcher hears it before the next work."""
+        when, chosen = self.compile_wish
+        wish = [when or 'hot', chosen or backend]
+        if wish != self.compile_wish:
+            self.compile_wish = wish
+            self.config_version = None  # resend the session's settings with the next flush
+
     # ---- recording -----------------------------------------------------------------------
     def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
                scope: str | None = None, location: tuple | None = None) -> int:

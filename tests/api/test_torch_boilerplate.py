@@ -50,6 +50,51 @@ def test_backends_flags_threads_and_utils_are_accepted():
     assert gt.utils.data.TensorDataset is not None
 
 
+def test_matmul_precision_is_kept_as_torch_keeps_it():
+    import torch
+
+    assert gt.get_float32_matmul_precision() == torch.get_float32_matmul_precision()
+    try:
+        gt.set_float32_matmul_precision('high')
+        assert gt.get_float32_matmul_precision() == 'high'
+        with pytest.warns(UserWarning, match="bogus is not one of 'highest', 'high', or"):
+            gt.set_float32_matmul_precision('bogus')
+        assert gt.get_float32_matmul_precision() == 'high'
+    finally:
+        gt.set_float32_matmul_precision('highest')
+
+
+def test_cuda_memory_calls_answer_as_torch_without_cuda():
+    """torch.cuda without CUDA: empty_cache does nothing, its counters are 0 (what this
+    CPU machine's torch says, checked where it has no CUDA); what needs a device raises,
+    naming why."""
+    import torch
+
+    names = ('memory_allocated', 'max_memory_allocated', 'memory_reserved',
+             'max_memory_reserved', 'is_initialized', 'empty_cache')
+    answers = {name: getattr(gt.cuda, name)() for name in names}
+    assert answers == {name: 0 for name in names[:4]} | {'is_initialized': False,
+                                                          'empty_cache': None}
+    if not torch.cuda.is_available():
+        assert answers == {name: getattr(torch.cuda, name)() for name in names}
+    with pytest.raises(AttributeError, match='gt.cuda has no synchronize: a GT client has no '
+                                             'CUDA device'):
+        gt.cuda.synchronize()
+
+
+def test_placement_keywords_of_ported_gpu_code_are_accepted():
+    import torch
+
+    x = gt.randn(2, 3, device='cuda')
+    for make in (gt.zeros_like, gt.ones_like, gt.rand_like, gt.randn_like):
+        assert make(x, device='cuda:0', memory_format=torch.preserve_format).shape == x.shape
+    assert gt.full_like(x, 7, device='cuda').numpy().tolist() == [[7.0] * 3] * 2
+    assert gt.tensor([1, 2], device='cuda', dtype=gt.float64).dtype == gt.float64
+    assert x.pin_memory() is x
+    with pytest.raises(TypeError, match="unexpected keyword argument 'devise'"):
+        gt.zeros_like(x, devise='cuda')
+
+
 def test_inference_mode_records_no_tape_as_a_context_and_a_decorator():
     weight = gt.ones(2, requires_grad=True)
     with gt.inference_mode():

@@ -101,6 +101,40 @@ def test_a_training_run_gives_torchs_losses_when_compiled(cluster, monkeypatch, 
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
 
 
+def test_gt_compile_turns_compiling_on_for_the_session(cluster, monkeypatch):
+    """A ported script's `model = torch.compile(model)`: the model comes back itself, and
+    the session's hot programs compile with the backend named."""
+    for name in ('GT_AUTO_COMPILE', 'GT_COMPILE', 'GT_COMPILE_BACKEND'):
+        monkeypatch.delenv(name, raising=False)
+    with connected(cluster.address):
+        model = nn.Linear(2, 2)
+        assert gt.compile(model, backend='eager', mode='max-autotune') is model
+
+        def step():
+            pass
+        assert gt.compile(backend='eager')(step) is step  # as a decorator
+        with pytest.raises(ValueError, match="backend='tvm' is not a backend GT compiles"):
+            gt.compile(model, backend='tvm')
+        losses, _ = train_until_compiled()
+        assert total('compile_failures') == 0
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
+
+
+def test_the_environment_wins_over_gt_compile(cluster, monkeypatch):
+    monkeypatch.setenv('GT_AUTO_COMPILE', '0')
+    monkeypatch.delenv('GT_COMPILE', raising=False)
+    with connected(cluster.address):
+        before = total('compiled_regions') + total('compiles_pending')
+        model, optimizer = mlp(gt)
+        gt.compile(model, backend='eager')
+        x, y = (gt.tensor(t) for t in batch())
+        for _ in range(6):
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        gt.sync()
+        assert total('compiled_regions') + total('compiles_pending') == before
+
+
 def test_without_compile_settings_nothing_compiles(cluster, monkeypatch):
     for name in ('GT_AUTO_COMPILE', 'GT_COMPILE'):
         monkeypatch.delenv(name, raising=False)
