@@ -42,6 +42,7 @@ from gt.nn.containers import (
     Sequential,
 )
 from gt.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from gt.nn.data_parallel import DataParallel
 from gt.nn.distance import CosineSimilarity, PairwiseDistance
 from gt.nn.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from gt.nn.embedding_bag import EmbeddingBag
@@ -162,7 +163,8 @@ from gt.nn.upsampling import (
 )
 
 __all__ = [
-    'Module', 'Parameter', 'Buffer', 'Sequential', 'ModuleList', 'Linear', 'Embedding', 'LayerNorm',
+    'Module', 'Parameter', 'Buffer', 'DataParallel', 'Sequential', 'ModuleList', 'Linear',
+    'Embedding', 'LayerNorm',
     'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d',
     'Dropout', 'ReLU', 'Sigmoid', 'Tanh', 'GELU', 'Softmax', 'LogSoftmax', 'Flatten',
     'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',

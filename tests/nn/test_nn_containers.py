@@ -122,3 +122,22 @@ def test_containers_load_torchs_weights():
     theirs = torch.nn.ParameterDict({'w': torch.randn(2, 2)})
     mine.load_state_dict(theirs.state_dict())
     assert torch.equal(mine['w'].data, theirs['w'].detach())
+
+
+def test_data_parallel_runs_its_module_as_torch_does_without_gpus():
+    """A ported `model = nn.DataParallel(model)`: torch's repr, `module.` state dict keys
+    (checkpoints load both ways), values and gradients; on a machine without CUDA torch
+    replicates nothing either, and says so with empty device_ids."""
+    def build(library):
+        return library.nn.DataParallel(library.nn.Sequential(
+            library.nn.Linear(4, 3), library.nn.Tanh(), library.nn.Linear(3, 2)))
+
+    mine, theirs = build(gt), build(torch)
+    assert repr(mine) == repr(theirs)
+    assert list(mine.state_dict()) == list(theirs.state_dict()) == [
+        'module.0.weight', 'module.0.bias', 'module.2.weight', 'module.2.bias']
+    if not torch.cuda.is_available():
+        assert mine.device_ids == theirs.device_ids == []
+    check_module(mine, theirs, randn(5, 4))
+    theirs.module.load_state_dict(mine.module.state_dict())
+    assert isinstance(mine.module, nn.Sequential)
