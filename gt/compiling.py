@@ -11,15 +11,13 @@ to GT. A GT_COMPILE, GT_AUTO_COMPILE or GT_COMPILE_BACKEND the environment sets 
 from typing import Any, Callable
 
 from gt.runtime import client as connection
-from gt.runtime.compile_settings import BACKENDS
+from gt.runtime.compile_settings import check_backend
 
 
 def compile(model: Any = None, *, backend: str = 'inductor', **options: Any) -> Any:
     """Turn on compiling of this session's hot programs; return `model` unchanged (as a
     decorator, with or without arguments, return the decorated function)."""
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f'gt.compile: backend={backend!r} is not a backend GT compiles with '
-                         f'(choose one of {", ".join(BACKENDS)})')
+    check_backend(backend, 'gt.compile: backend')
     connection.current().wish_compiled(backend)
     if model is None:
         return _returning_itself

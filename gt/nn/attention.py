@@ -215,18 +215,17 @@ class MultiheadAttention(Module):
             raise AssertionError('embed_dim must be divisible by num_heads')
         # Empty (undrawn) until _reset_parameters, as torch.empty leaves them; in `dtype`,
         # since torch draws in it (a float64 draw is not a float32 draw widened).
-        kinds = {} if dtype is None else {'dtype': dtype}
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(zeros(3 * embed_dim, embed_dim, **kinds))
+            self.in_proj_weight = Parameter(zeros(3 * embed_dim, embed_dim, dtype=dtype))
             for name in ('q_proj_weight', 'k_proj_weight', 'v_proj_weight'):
                 self.register_parameter(name, None)
         else:
-            self.q_proj_weight = Parameter(zeros(embed_dim, embed_dim, **kinds))
-            self.k_proj_weight = Parameter(zeros(embed_dim, self.kdim, **kinds))
-            self.v_proj_weight = Parameter(zeros(embed_dim, self.vdim, **kinds))
+            self.q_proj_weight = Parameter(zeros(embed_dim, embed_dim, dtype=dtype))
+            self.k_proj_weight = Parameter(zeros(embed_dim, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(zeros(embed_dim, self.vdim, dtype=dtype))
             self.register_parameter('in_proj_weight', None)
         self.register_parameter('in_proj_bias',
-                                Parameter(zeros(3 * embed_dim, **kinds)) if bias else None)
+                                Parameter(zeros(3 * embed_dim, dtype=dtype)) if bias else None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
                                                         dtype=dtype)
         self.bias_k = self.bias_v = None

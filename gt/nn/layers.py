@@ -25,10 +25,9 @@ class Linear(Module):
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()  # `device` as torch's factories take it: GT places tensors itself
         self.in_features, self.out_features = in_features, out_features
-        kinds = {} if dtype is None else {'dtype': dtype}
-        self.weight = Parameter(zeros(out_features, in_features, **kinds))
+        self.weight = Parameter(zeros(out_features, in_features, dtype=dtype))
         if bias:
-            self.bias = Parameter(zeros(out_features, **kinds))
+            self.bias = Parameter(zeros(out_features, dtype=dtype))
         else:
             self.register_parameter('bias', None)
         self.reset_parameters()
@@ -58,10 +57,9 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
-        kinds = {} if dtype is None else {'dtype': dtype}
-        self.weight = Parameter(zeros(out_features, in1_features, in2_features, **kinds))
+        self.weight = Parameter(zeros(out_features, in1_features, in2_features, dtype=dtype))
         if bias:
-            self.bias = Parameter(zeros(out_features, **kinds))
+            self.bias = Parameter(zeros(out_features, dtype=dtype))
         else:
             self.register_parameter('bias', None)
         self.reset_parameters()
@@ -148,10 +146,9 @@ class LayerNorm(Module):
             else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
-        kinds = {} if dtype is None else {'dtype': dtype}
-        self.register_parameter('weight', Parameter(ones(*shape, **kinds))
+        self.register_parameter('weight', Parameter(ones(*shape, dtype=dtype))
                                 if elementwise_affine else None)
-        self.register_parameter('bias', Parameter(zeros(*shape, **kinds))
+        self.register_parameter('bias', Parameter(zeros(*shape, dtype=dtype))
                                 if elementwise_affine and bias else None)
 
     def forward(self, input: Tensor) -> Tensor:

@@ -30,9 +30,8 @@ def requested(environ: Mapping[str, str] = os.environ) -> list:
     """The client's wish, `[when or None, backend or None]`; a bad backend raises here,
     at the user's first op, naming the variable."""
     backend = environ.get('GT_COMPILE_BACKEND') or None
-    if backend is not None and backend not in BACKENDS:
-        raise ValueError(f'GT_COMPILE_BACKEND={backend!r} is not a backend GT compiles with '
-                         f'(choose one of {", ".join(BACKENDS)})')
+    if backend is not None:
+        check_backend(backend, 'GT_COMPILE_BACKEND')
     always, hot = _switch(environ, 'GT_COMPILE'), _switch(environ, 'GT_AUTO_COMPILE')
     if always:
         when = 'always'
@@ -43,6 +42,13 @@ def requested(environ: Mapping[str, str] = os.environ) -> list:
     else:
         when = 'never'
     return [when, backend]
+
+
+def check_backend(backend: object, spelled: str) -> None:
+    """Raise, naming where it was given (`spelled`), unless GT compiles with `backend`."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f'{spelled}={backend!r} is not a backend GT compiles with '
+                         f'(choose one of {", ".join(BACKENDS)})')
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class SessionContext:
     def reseed(self, seed: int) -> None:
         self.generator = np.random.default_rng(seed)
 
+
 def device_problem(name: str) -> str | None:
     """Why this machine cannot run torch ops on device `name` (None if it can): a worker
     refuses such a --device at start, rather than registering and failing every op."""
