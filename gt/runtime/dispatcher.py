@@ -103,6 +103,8 @@ class Dispatcher(WorkerLinks):
         # data): the rest would be bytes relayed between workers, which moves never do.
         self.bytes_to_workers = 0
         self.bytes_from_clients = 0
+        self.done_messages = 0  # workers' Done replies, and the programs they reported
+        self.done_programs = 0
         self.salt = random.getrandbits(48)
         self.monitor = Monitor(endpoints, log_path or os.environ.get('GT_INSTRUCTION_LOG'),
                                self.context, monitor_host, limits.curve)
@@ -430,6 +432,7 @@ class Dispatcher(WorkerLinks):
             'bytes_to_workers': self.bytes_to_workers,
             'bytes_from_clients': self.bytes_from_clients,
             'bytes_relayed': self.bytes_to_workers - self.bytes_from_clients,
+            'done_messages': self.done_messages, 'done_programs': self.done_programs,
         }
 
 

@@ -153,11 +153,12 @@ class Register(NamedTuple):
 
 
 class Done(NamedTuple):
-    """A RunProgram of `session` is finished (after its reply, if it fetched): the
-    dispatcher may send this worker more, and charges the session `seconds`."""
+    """RunPrograms are finished (after their replies, if they fetched): `programs` is
+    `[session, seconds]` for each, in order. The dispatcher may send this worker more,
+    and charges each session its seconds. A busy worker reports several at once (see
+    Worker.execute)."""
 
-    session: int
-    seconds: float
+    programs: list
 
 
 class Heartbeat(NamedTuple):

@@ -58,7 +58,8 @@ class Worker:
         self.handshake: HandshakeWatch | None = HandshakeWatch(self.socket, endpoint, keys)
         self.socket.connect(endpoint)
         self.exchange = PeerExchange(self.engine, sockets.gethostname(), keys)
-        self.backlog: deque = deque()  # dispatcher messages read while waiting for a peer
+        self.backlog: deque = deque()  # dispatcher messages read ahead of running them
+        self.owed: list = []  # [session, seconds] of main-lane programs not yet reported Done
         self.poller = zmq.Poller()  # for those waits: a piece, or news from the dispatcher
         self.poller.register(self.exchange.socket, zmq.POLLIN)
         self.poller.register(self.socket, zmq.POLLIN)
@@ -118,7 +119,9 @@ class Worker:
 
     def _wait_for_peer(self, peer_socket: Any, milliseconds: int) -> bool:
         """Wait until a piece arrives; meanwhile apply membership news at once (it may end
-        the wait) and keep other dispatcher messages for later."""
+        the wait) and keep other dispatcher messages for later. Owed Dones go first: a
+        wait may be long, and the dispatcher's accounting should not wait with it."""
+        self._report_done()
         ready = dict(self.poller.poll(milliseconds))
         if self.socket in ready:
             try:
@@ -196,14 +199,39 @@ class Worker:
     def execute(self, message: RunProgram, frames: list, lane: Lane) -> None:
         """Run one RunProgram on `lane` (the main loop's, or the express lane's thread).
         The dispatcher keeps only a few in flight here: each ends in a reply on its lane,
-        Fetched when it fetches, else Done, with the seconds it took."""
+        Fetched when it fetches, else Done, with the seconds it took. The main lane owes
+        its Dones while two or more programs wait, and reports them in one message when
+        it is down to its last (or idle): the dispatcher refills the queue while that
+        one runs, and a worker that is behind sends a third of the messages."""
         started = time.perf_counter()
         replied = False
         try:
             replied = self._run_program(message, frames, started, lane)
         finally:
-            if not replied:
-                send(lane.socket, Done(message.session, time.perf_counter() - started))
+            report = [message.session, time.perf_counter() - started]
+            if lane is not self.main:
+                if not replied:
+                    send(lane.socket, Done([report]))
+            else:
+                if not replied:
+                    self.owed.append(report)
+                if self.owed and self._programs_waiting() < 2:
+                    self._report_done()
+
+    def _programs_waiting(self) -> int:
+        """RunPrograms that have arrived and not run: the socket is read into the backlog,
+        which keeps the dispatcher's order."""
+        while self.socket.poll(0):
+            try:
+                self.backlog.append(receive(self.socket))
+            except ProtocolError:
+                continue
+        return sum(type(message) is RunProgram for message, _ in self.backlog)
+
+    def _report_done(self) -> None:
+        if self.owed:
+            send(self.socket, Done(self.owed))
+            self.owed = []
 
     def _run_program(self, message: RunProgram, frames: list, started: float,
                      lane: Lane) -> bool:

@@ -62,10 +62,19 @@ class WorkerLinks:
 
     def done(self, identity: bytes, message: Done, frames: list) -> None:
         handle, lane = self._lane_of(identity)
-        if handle is None or not isinstance(message.session, int):
+        if handle is None or not isinstance(message.programs, list):
             return
-        seconds = message.seconds if isinstance(message.seconds, (int, float)) else 0.0
-        self._program_done(handle, lane, self.session_numbers.get(message.session), seconds)
+        self.done_messages += 1
+        for report in message.programs:
+            try:
+                session, seconds = report
+            except (TypeError, ValueError):
+                continue
+            if not isinstance(session, int):
+                continue
+            seconds = seconds if isinstance(seconds, (int, float)) else 0.0
+            self.done_programs += 1
+            self._program_done(handle, lane, self.session_numbers.get(session), seconds)
 
     def _program_done(self, handle: WorkerHandle, lane: str, session: Session | None,
                       seconds: float) -> None:
