@@ -54,3 +54,12 @@ def report(name: str, torch_seconds: float, gt_seconds: float, target: float | N
         f'  (target {target}x: {"met" if ratio <= target else "over"})'
     print(f'{name:<44} torch {torch_seconds * 1e3:8.3f} ms   gt {gt_seconds * 1e3:8.3f} ms   '
           f'ratio {ratio:5.2f}x{verdict}')
+
+
+def compile_totals(gt) -> dict:
+    """GT's workers' compile counters, summed: what was compiled, how long it took, what
+    is still pending or failed, and how many runs used compiled code."""
+    keys = ('compiled_programs', 'compiled_regions', 'compiled_runs', 'compile_seconds',
+            'compile_failures', 'compiles_pending', 'programs_run')
+    workers = gt.debug.get_worker_stats()
+    return {key: sum(worker.get(key, 0) for worker in workers) for key in keys}

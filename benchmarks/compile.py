@@ -47,7 +47,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import DEVICE, alternating  # noqa: E402
+from common import DEVICE, alternating, compile_totals  # noqa: E402
 
 STEPS = 10  # steps per window; the loss is fetched once per window
 REPEATS, WARMUP = 20, 2  # windows of each side in a steady-state comparison
@@ -169,10 +169,7 @@ def steady(name: str, other: Trainer, label: str, reference: Trainer | None = No
 def worker_totals() -> dict:
     import gt
 
-    keys = ('compiled_programs', 'compiled_regions', 'compiled_runs', 'compile_seconds',
-            'compile_failures', 'compiles_pending', 'programs_run')
-    workers = gt.debug.get_worker_stats()
-    return {key: sum(worker.get(key, 0) for worker in workers) for key in keys}
+    return compile_totals(gt)
 
 
 def gt_run(mode: str, name: str, wait: float) -> dict:

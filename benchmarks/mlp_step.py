@@ -3,16 +3,23 @@
 
 An MLP 784-256-10 on a batch of 64, cross-entropy loss, SGD: 20 steps then one fetch of
 the loss, timed per step (target: 1.5x torch); and the same with the loss fetched every
-step, as loops that print it do. Also counted: the messages a step sends.
+step, as loops that print it do. Also counted: the messages a step sends. Then the same
+steps with `GT_AUTO_COMPILE=1` (Inductor, in a child process, since GT reads it at
+connect; target: 1.0x torch eager), once the step's program has compiled, and how long
+that took (Inductor's cache, TORCHINDUCTOR_CACHE_DIR, makes a second run's fast);
+`--no-compile` skips it.
 """
 
+import argparse
 import os
+import subprocess
 import sys
+import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import DEVICE, alternating, devices, report  # noqa: E402
+from common import DEVICE, alternating, compile_totals, devices, report  # noqa: E402
 
 import gt  # noqa: E402
 import gt.nn as nn  # noqa: E402
@@ -41,13 +48,18 @@ def build(library, functional, optimizers, x, y):
     return model, steps
 
 
-def main() -> int:
-    labels = torch.randint(0, CLASSES, (BATCH,))
+def both(labels):
+    """torch's and GT's `steps`, from the same labels."""
     _, torch_steps = build(torch.nn, torch.nn.functional, torch.optim,
                            torch.randn(BATCH, INPUTS, device=DEVICE), labels.to(DEVICE))
     _, gt_steps = build(nn, F, nn, gt.randn(BATCH, INPUTS), gt.tensor(labels))
     gt_steps(3)  # start the server and fill the plan cache before timing
     torch_steps(3)
+    return torch_steps, gt_steps
+
+
+def eager() -> None:
+    torch_steps, gt_steps = both(torch.randint(0, CLASSES, (BATCH,)))
     print(devices(gt))
 
     torch_time, gt_time = alternating(torch_steps, gt_steps)
@@ -65,7 +77,51 @@ def main() -> int:
           f'one round trip (the fetch). optimizer.step() sends each step as one message. '
           f'{(client.next_id - first_value) // STEPS} values recorded per step.')
     stats = gt.debug.get_dispatcher_stats()
-    print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")
+    print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses; "
+          f"workers reported {stats['done_programs']} programs done in "
+          f"{stats['done_messages']} messages")
+
+
+def auto_compiled(wait: float) -> None:
+    """In a process started with GT_AUTO_COMPILE=1: steps until the step's program has
+    compiled (or `wait` seconds), then the steady state against torch eager."""
+    started = time.perf_counter()
+    torch_steps, gt_steps = both(torch.randint(0, CLASSES, (BATCH,)))
+    while True:
+        totals = compile_totals(gt)
+        done = totals['compiled_regions'] + totals['compile_failures']
+        if done and not totals['compiles_pending']:
+            break
+        if time.perf_counter() - started > wait:
+            print(f'GT_AUTO_COMPILE=1: nothing compiled within {wait:.0f} s '
+                  f'({totals["compiles_pending"]} pending); no steady state to measure')
+            return
+        gt_steps()
+    print(f'GT_AUTO_COMPILE=1: {totals["compiled_regions"]} region(s) compiled, '
+          f'{totals["compile_failures"]} failed, {time.perf_counter() - started:.1f} s after '
+          f'the first step (its steps ran eagerly meanwhile)')
+    torch_time, gt_time = alternating(torch_steps, gt_steps)
+    report('the same, GT with GT_AUTO_COMPILE=1', torch_time / STEPS, gt_time / STEPS, 1.0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--no-compile', action='store_true',
+                        help='skip the GT_AUTO_COMPILE=1 measurement')
+    parser.add_argument('--compile-wait', type=float, default=240.0,
+                        help='seconds to wait for the step to compile')
+    parser.add_argument('--auto-compiled', action='store_true',
+                        help='internal: the GT_AUTO_COMPILE=1 measurement, in this process')
+    args = parser.parse_args()
+    if args.auto_compiled:
+        auto_compiled(args.compile_wait)
+        return 0
+    eager()
+    if not args.no_compile:
+        sys.stdout.flush()
+        subprocess.run([sys.executable, __file__, '--auto-compiled',
+                        '--compile-wait', str(args.compile_wait)],
+                       env=dict(os.environ, GT_AUTO_COMPILE='1'), check=True)
     return 0
 
 
