@@ -52,7 +52,8 @@ def client(cluster):
 
 # ---- no server ----------------------------------------------------------------------------
 @pytest.mark.time_limit(60)
-def test_no_server_is_a_connection_error():
+def test_no_server_is_a_connection_error(monkeypatch):
+    monkeypatch.setattr(gt.runtime.client, 'SILENCE_SECONDS', 3.0)  # GT_TIMEOUT=3
     started = time.monotonic()
     with pytest.raises(ConnectionError, match='no answer|refused|running'):
         with connected(f'localhost:{free_port()}'):
@@ -148,7 +149,8 @@ def test_worker_lost_while_a_fetch_waits(start_cluster):
 
 # ---- a lost dispatcher ----------------------------------------------------------------------
 @pytest.mark.time_limit(90)
-def test_killed_dispatcher_fails_a_waiting_client(start_cluster):
+def test_killed_dispatcher_fails_a_waiting_client(start_cluster, monkeypatch):
+    monkeypatch.setattr(gt.runtime.client, 'SILENCE_SECONDS', 4.0)  # GT_TIMEOUT=4
     # A patient dispatcher: the stopped worker must not be declared lost before the kill.
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '120'})
     with connected(private.address):
