@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from gt.ir import torch_functions
+from gt.ir import data_dependent, torch_functions
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
@@ -128,6 +128,9 @@ def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Si
     except Exception as meta_error:
         if isinstance(meta_error, NotImplementedError) or 'meta' in str(meta_error):
             # No meta kernel, or one that needs the values.
+            found = data_dependent.known(fn, types, args, kwargs)
+            if found is not None:
+                return Signature(None, *found)
             return _infer_fake(fn, types, args, kwargs, device, meta_error)
         raise _error_kind(meta_error)(f'{fn}: {meta_error}') from None
     return _described(fn, result, dynamic=False)
@@ -143,7 +146,9 @@ def _error_kind(error: Exception) -> type:
 
 def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
     """Fake tensors with a shape environment run ops whose sizes depend on the data,
-    giving them unbacked sizes, and report a genuine error the same way meta would."""
+    giving them unbacked sizes, and report a genuine error in their words (a mask of
+    the wrong shape: torch's IndexError, where the meta attempt only said it has no
+    kernel). gt.ir.data_dependent spares the commonest calls this."""
     # Imported here, not at the top: symbolic shapes bring in sympy, most of a second of
     # every GT process's start (client, dispatcher and workers alike).
     from torch._subclasses.fake_tensor import (
@@ -166,7 +171,7 @@ def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
     except Exception as error:
         if any(sign in str(error) for sign in NEEDS_VALUES):
             raise NeedsData(f'{fn}: {error}') from error
-        raise _error_kind(error)(f'{fn}: {meta_error}') from error
+        raise _error_kind(error)(f'{fn}: {error}') from error
     return _described(fn, result, dynamic=True)
 
 

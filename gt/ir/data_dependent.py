@@ -1,0 +1,81 @@
+"""The ranks and dtypes of common calls whose sizes depend on the values, known from the
+call alone.
+
+`x[mask]`, `nonzero`, `argwhere` and `masked_select` have no meta kernel: GT otherwise
+learns their result's rank and dtype from fake tensors, and a process's first fake
+tensor imports torch._dynamo (2-4 s here, in the client and again in the dispatcher,
+whose other sessions wait meanwhile). These idioms are common enough to know outright.
+A rule answers None where it is not sure (other arguments, malformed indices), and the
+fake tensors decide, reporting any genuine error as before.
+"""
+
+from typing import Any, Callable
+
+import torch
+
+from gt.ir.dtypes import TORCH_DTYPES
+from gt.ir.graph import TensorType
+
+# (ranks, dtypes) of the outputs of a single-tensor result, or None: not sure.
+Rule = Callable[[tuple, list, dict], tuple | None]
+
+
+def _tensor(item: Any, types: tuple) -> TensorType | None:
+    """The type of a wire argument that names a tensor input (`['T', k]`)."""
+    if isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T':
+        return types[item[1]]
+    return None
+
+
+def _mask_index(types: tuple, args: list, kwargs: dict) -> tuple | None:
+    """`x[mask]`: the mask's dimensions become one, of the selected elements."""
+    if len(args) != 2 or kwargs:
+        return None
+    source, mask = _tensor(args[0], types), _tensor(args[1], types)
+    if source is None or mask is None or mask.dtype != 'bool':
+        return None
+    if source.shape[:len(mask.shape)] != mask.shape:
+        return None
+    return (len(source.shape) - len(mask.shape) + 1,), (source.dtype,)
+
+
+def _positions(types: tuple, args: list, kwargs: dict) -> tuple | None:
+    """`nonzero(x)` and `argwhere(x)`: one row of indices per selected element."""
+    if len(args) != 1 or _tensor(args[0], types) is None:
+        return None
+    if set(kwargs) - {'as_tuple'} or kwargs.get('as_tuple', False) is not False:
+        return None  # as_tuple=True: one tensor per dimension, left to fake tensors
+    return (2,), ('int64',)
+
+
+def _masked_select(types: tuple, args: list, kwargs: dict) -> tuple | None:
+    if len(args) != 2 or kwargs:
+        return None
+    source, mask = _tensor(args[0], types), _tensor(args[1], types)
+    if source is None or mask is None or mask.dtype != 'bool':
+        return None
+    try:
+        torch.broadcast_shapes(source.shape, mask.shape)
+    except RuntimeError:
+        return None
+    return (1,), (source.dtype,)
+
+
+RULES: dict[str, Rule] = {
+    'Tensor.__getitem__': _mask_index,
+    'torch.nonzero': _positions, 'Tensor.nonzero': _positions,
+    'torch.argwhere': _positions, 'Tensor.argwhere': _positions,
+    'torch.masked_select': _masked_select, 'Tensor.masked_select': _masked_select,
+}
+
+
+def known(fn: str, types: tuple, args: list, kwargs: dict) -> tuple | None:
+    """`(ranks, dtypes, skeleton)` of the call's one output, or None. The skeleton is a
+    meta tensor of that rank and dtype, standing for the result when the client rebuilds
+    it (its sizes, all 0, mean nothing)."""
+    rule = RULES.get(fn)
+    found = rule(types, args, kwargs) if rule is not None else None
+    if found is None:
+        return None
+    (rank,), (dtype,) = found
+    return (rank,), (dtype,), torch.empty((0,) * rank, dtype=TORCH_DTYPES[dtype], device='meta')

@@ -1,0 +1,95 @@
+"""Calls whose result sizes depend on the values (`x[mask]`, `nonzero`, `argwhere`,
+`masked_select`): GT knows their ranks and dtypes from the call (gt.ir.data_dependent),
+as torch's results have them, and a script that uses them never imports torch._dynamo."""
+
+import itertools
+
+import pytest
+import torch
+from api_check import array, assert_same, pair
+from gt_test_support import run_script
+
+import gt
+from gt.ir.data_dependent import RULES, known
+from gt.ir.dtypes import DTYPE_NAMES, TORCH_DTYPES
+from gt.ir.graph import TensorType
+from gt.ir.ops.torch_calls import call
+
+SHAPES = [(), (5,), (4, 3), (2, 3, 4)]
+DTYPES = [torch.float32, torch.int64, torch.bool, torch.float16]
+
+
+def _type(shape, dtype) -> TensorType:
+    return TensorType(shape, DTYPE_NAMES[dtype])
+
+
+def _cases():
+    """(function, input types, wire args, kwargs) over shapes and dtypes, masks included."""
+    for shape, dtype in itertools.product(SHAPES, DTYPES):
+        source = _type(shape, dtype)
+        for fn in ('torch.nonzero', 'Tensor.nonzero', 'torch.argwhere', 'Tensor.argwhere'):
+            yield fn, (source,), [['T', 0]], {}
+        yield 'torch.nonzero', (source,), [['T', 0]], {'as_tuple': True}
+        for leading in range(len(shape) + 1):
+            mask = _type(shape[:leading], torch.bool)
+            yield 'Tensor.__getitem__', (source, mask), [['T', 0], ['T', 1]], {}
+            yield 'torch.masked_select', (source, mask), [['T', 0], ['T', 1]], {}
+        yield 'Tensor.__getitem__', (source, _type(shape, torch.int64)), [['T', 0], ['T', 1]], {}
+        yield 'Tensor.__getitem__', (source, _type((7,), torch.bool)), [['T', 0], ['T', 1]], {}
+
+
+def _real(types: tuple) -> list:
+    """Tensors of these types, with values that select some elements and not others."""
+    generator = torch.Generator().manual_seed(0)
+    return [torch.randn(t.shape, generator=generator).gt(0).to(TORCH_DTYPES[t.dtype])
+            for t in types]
+
+
+@pytest.mark.parametrize('fn, types, args, kwargs', list(_cases()),
+                         ids=lambda case: str(case))
+def test_the_rules_agree_with_torch(fn, types, args, kwargs):
+    assert fn in RULES
+    found = known(fn, types, args, kwargs)
+    try:
+        result = call(fn, _real(types), args, kwargs)
+    except Exception:  # torch refuses the call: so must the rule, leaving it to fake tensors
+        assert found is None
+        return
+    if found is None:  # not sure: fake tensors decide (as_tuple, non-bool indices)
+        return
+    ranks, dtypes, skeleton = found
+    assert (ranks, dtypes) == ((result.dim(),), (DTYPE_NAMES[result.dtype],))
+    assert skeleton.dim() == ranks[0] and skeleton.dtype == result.dtype
+
+
+def test_the_idioms_match_torch():
+    x, tx = pair(array((6, 5), low=-3, high=4))
+    rows, trows = pair(array((6,), dtype=torch.bool))
+    assert_same(x[x > 0], tx[tx > 0])
+    assert_same(x[rows], tx[trows])
+    assert_same(x[x > 100] + 1, tx[tx > 100] + 1)  # empty, and recording goes on
+    assert_same(gt.nonzero(x > 0), torch.nonzero(tx > 0))
+    assert_same((x > 1).nonzero(), (tx > 1).nonzero())
+    assert_same(gt.argwhere(x < 0), torch.argwhere(tx < 0))
+    assert_same(x.masked_select(x > 1) * 2, tx.masked_select(tx > 1) * 2)
+    assert_same(gt.masked_select(x, rows[:, None]), torch.masked_select(tx, trows[:, None]))
+
+
+def test_a_mask_of_the_wrong_shape_is_torchs_index_error():
+    x, mask = gt.ones(4, 3), gt.ones(5, dtype=torch.bool)
+    with pytest.raises(IndexError, match='mask'):
+        x[mask]
+    assert x.sum().item() == 12.0  # the session goes on
+
+
+def test_a_script_using_them_never_imports_torch_dynamo():
+    result = run_script("""
+        import sys
+        import gt
+        x = gt.randn(50, 4)
+        picked = x[x > 0]
+        print(picked.shape == (int((x > 0).sum()),), gt.nonzero(x > 1).shape[1],
+              gt.masked_select(x, x < 0).dim(), 'torch._dynamo' in sys.modules)
+        """)
+    assert result.returncode == 0, result.explain()
+    assert result.stdout.split() == ['True', '2', '1', 'False'], result.explain()
