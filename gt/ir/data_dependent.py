@@ -1,7 +1,7 @@
 """The ranks and dtypes of common calls whose sizes depend on the values, known from the
 call alone.
 
-`x[mask]`, `nonzero`, `argwhere` and `masked_select` have no meta kernel: GT otherwise
+`x[mask]`, `nonzero`, `argwhere`, `masked_select` and `unique` have no meta kernel: GT otherwise
 learns their result's rank and dtype from fake tensors, and a process's first fake
 tensor imports torch._dynamo (2-4 s here, in the client and again in the dispatcher,
 whose other sessions wait meanwhile). These idioms are common enough to know outright.
@@ -16,7 +16,8 @@ import torch
 from gt.ir.dtypes import TORCH_DTYPES
 from gt.ir.graph import TensorType
 
-# (ranks, dtypes) of the outputs of a single-tensor result, or None: not sure.
+# (ranks, dtypes) of the result's tensors, and whether it is a tuple of them (else the
+# one tensor); or None: not sure.
 Rule = Callable[[tuple, list, dict], tuple | None]
 
 
@@ -36,7 +37,7 @@ def _mask_index(types: tuple, args: list, kwargs: dict) -> tuple | None:
         return None
     if source.shape[:len(mask.shape)] != mask.shape:
         return None
-    return (len(source.shape) - len(mask.shape) + 1,), (source.dtype,)
+    return (len(source.shape) - len(mask.shape) + 1,), (source.dtype,), False
 
 
 def _positions(types: tuple, args: list, kwargs: dict) -> tuple | None:
@@ -45,7 +46,7 @@ def _positions(types: tuple, args: list, kwargs: dict) -> tuple | None:
         return None
     if set(kwargs) - {'as_tuple'} or kwargs.get('as_tuple', False) is not False:
         return None  # as_tuple=True: one tensor per dimension, left to fake tensors
-    return (2,), ('int64',)
+    return (2,), ('int64',), False
 
 
 def _masked_select(types: tuple, args: list, kwargs: dict) -> tuple | None:
@@ -58,7 +59,26 @@ def _masked_select(types: tuple, args: list, kwargs: dict) -> tuple | None:
         torch.broadcast_shapes(source.shape, mask.shape)
     except RuntimeError:
         return None
-    return (1,), (source.dtype,)
+    return (1,), (source.dtype,), False
+
+
+def _unique(types: tuple, args: list, kwargs: dict) -> tuple | None:
+    """`unique(x)` over all elements: the values, then the inverse (x's shape) and the
+    counts when asked for; with `dim`, left to fake tensors."""
+    if len(args) != 1 or set(kwargs) - {'sorted', 'return_inverse', 'return_counts'}:
+        return None
+    source = _tensor(args[0], types)
+    flags = [kwargs.get(name, False) for name in ('return_inverse', 'return_counts')]
+    if source is None or not all(isinstance(flag, bool) for flag in flags):
+        return None
+    ranks, dtypes = [1], [source.dtype]
+    if flags[0]:
+        ranks.append(len(source.shape))
+        dtypes.append('int64')
+    if flags[1]:
+        ranks.append(1)
+        dtypes.append('int64')
+    return tuple(ranks), tuple(dtypes), any(flags)
 
 
 RULES: dict[str, Rule] = {
@@ -66,16 +86,19 @@ RULES: dict[str, Rule] = {
     'torch.nonzero': _positions, 'Tensor.nonzero': _positions,
     'torch.argwhere': _positions, 'Tensor.argwhere': _positions,
     'torch.masked_select': _masked_select, 'Tensor.masked_select': _masked_select,
+    'torch.unique': _unique, 'Tensor.unique': _unique,
 }
 
 
 def known(fn: str, types: tuple, args: list, kwargs: dict) -> tuple | None:
-    """`(ranks, dtypes, skeleton)` of the call's one output, or None. The skeleton is a
-    meta tensor of that rank and dtype, standing for the result when the client rebuilds
-    it (its sizes, all 0, mean nothing)."""
+    """`(ranks, dtypes, skeleton)` of the call's result, or None. The skeleton is the
+    result's structure with meta tensors of those ranks and dtypes, standing for the
+    outputs when the client rebuilds it (their sizes, all 0, mean nothing)."""
     rule = RULES.get(fn)
     found = rule(types, args, kwargs) if rule is not None else None
     if found is None:
         return None
-    (rank,), (dtype,) = found
-    return (rank,), (dtype,), torch.empty((0,) * rank, dtype=TORCH_DTYPES[dtype], device='meta')
+    ranks, dtypes, is_tuple = found
+    tensors = tuple(torch.empty((0,) * rank, dtype=TORCH_DTYPES[dtype], device='meta')
+                    for rank, dtype in zip(ranks, dtypes))
+    return ranks, dtypes, tensors if is_tuple else tensors[0]

@@ -1,5 +1,5 @@
 """Calls whose result sizes depend on the values (`x[mask]`, `nonzero`, `argwhere`,
-`masked_select`): GT knows their ranks and dtypes from the call (gt.ir.data_dependent),
+`masked_select`, `unique`): GT knows their ranks and dtypes from the call (gt.ir.data_dependent),
 as torch's results have them, and a script that uses them never imports torch._dynamo."""
 
 import itertools
@@ -30,6 +30,11 @@ def _cases():
         for fn in ('torch.nonzero', 'Tensor.nonzero', 'torch.argwhere', 'Tensor.argwhere'):
             yield fn, (source,), [['T', 0]], {}
         yield 'torch.nonzero', (source,), [['T', 0]], {'as_tuple': True}
+        for inverse, counts in itertools.product((False, True), repeat=2):
+            for fn in ('torch.unique', 'Tensor.unique'):
+                yield fn, (source,), [['T', 0]], {'return_inverse': inverse,
+                                                  'return_counts': counts}
+        yield 'torch.unique', (source,), [['T', 0]], {'dim': 0}
         for leading in range(len(shape) + 1):
             mask = _type(shape[:leading], torch.bool)
             yield 'Tensor.__getitem__', (source, mask), [['T', 0], ['T', 1]], {}
@@ -58,8 +63,12 @@ def test_the_rules_agree_with_torch(fn, types, args, kwargs):
     if found is None:  # not sure: fake tensors decide (as_tuple, non-bool indices)
         return
     ranks, dtypes, skeleton = found
-    assert (ranks, dtypes) == ((result.dim(),), (DTYPE_NAMES[result.dtype],))
-    assert skeleton.dim() == ranks[0] and skeleton.dtype == result.dtype
+    outputs = list(result) if isinstance(result, tuple) else [result]
+    assert isinstance(skeleton, tuple) == isinstance(result, tuple)
+    assert ranks == tuple(t.dim() for t in outputs)
+    assert dtypes == tuple(DTYPE_NAMES[t.dtype] for t in outputs)
+    skeletons = list(skeleton) if isinstance(skeleton, tuple) else [skeleton]
+    assert [(t.dim(), t.dtype) for t in skeletons] == [(t.dim(), t.dtype) for t in outputs]
 
 
 def test_the_idioms_match_torch():
@@ -73,6 +82,10 @@ def test_the_idioms_match_torch():
     assert_same(gt.argwhere(x < 0), torch.argwhere(tx < 0))
     assert_same(x.masked_select(x > 1) * 2, tx.masked_select(tx > 1) * 2)
     assert_same(gt.masked_select(x, rows[:, None]), torch.masked_select(tx, trows[:, None]))
+    assert_same(x.unique(), tx.unique())
+    for got, want in zip(gt.unique(x, return_inverse=True, return_counts=True),
+                         torch.unique(tx, return_inverse=True, return_counts=True)):
+        assert_same(got, want)
 
 
 def test_a_mask_of_the_wrong_shape_is_torchs_index_error():
@@ -88,8 +101,10 @@ def test_a_script_using_them_never_imports_torch_dynamo():
         import gt
         x = gt.randn(50, 4)
         picked = x[x > 0]
+        values, counts = (x > 0).unique(return_counts=True)
         print(picked.shape == (int((x > 0).sum()),), gt.nonzero(x > 1).shape[1],
-              gt.masked_select(x, x < 0).dim(), 'torch._dynamo' in sys.modules)
+              gt.masked_select(x, x < 0).dim(), int(counts.sum()),
+              'torch._dynamo' in sys.modules)
         """)
     assert result.returncode == 0, result.explain()
-    assert result.stdout.split() == ['True', '2', '1', 'False'], result.explain()
+    assert result.stdout.split() == ['True', '2', '1', '200', 'False'], result.explain()
