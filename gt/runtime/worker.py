@@ -172,6 +172,7 @@ class Worker:
         self.values.clear()
         self.contexts.clear()
         self.errors.clear()
+        self.owed.clear()  # programs the old dispatcher sent: the new one counts none
         self.programs.clear()
         self.express.programs.clear()
         self.exchange.clear()

@@ -131,7 +131,7 @@ def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Si
             found = data_dependent.known(fn, types, args, kwargs)
             if found is not None:
                 return Signature(None, *found)
-            return _infer_fake(fn, types, args, kwargs, device, meta_error)
+            return _infer_fake(fn, types, args, kwargs, device)
         raise _error_kind(meta_error)(f'{fn}: {meta_error}') from None
     return _described(fn, result, dynamic=False)
 
@@ -144,7 +144,7 @@ def _error_kind(error: Exception) -> type:
     return type(error) if type(error) in (TypeError, IndexError) else InvalidOpError
 
 
-def _infer_fake(fn, types, args, kwargs, device, meta_error) -> Signature:
+def _infer_fake(fn, types, args, kwargs, device) -> Signature:
     """Fake tensors with a shape environment run ops whose sizes depend on the data,
     giving them unbacked sizes, and report a genuine error in their words (a mask of
     the wrong shape: torch's IndexError, where the meta attempt only said it has no
