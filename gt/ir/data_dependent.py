@@ -28,13 +28,22 @@ def _tensor(item: Any, types: tuple) -> TensorType | None:
     return None
 
 
-def _mask_index(types: tuple, args: list, kwargs: dict) -> tuple | None:
-    """`x[mask]`: the mask's dimensions become one, of the selected elements."""
+def _source_and_mask(types: tuple, args: list, kwargs: dict) -> tuple | None:
+    """The types of `(x, mask)` in a call taking exactly those, the mask boolean."""
     if len(args) != 2 or kwargs:
         return None
     source, mask = _tensor(args[0], types), _tensor(args[1], types)
     if source is None or mask is None or mask.dtype != 'bool':
         return None
+    return source, mask
+
+
+def _mask_index(types: tuple, args: list, kwargs: dict) -> tuple | None:
+    """`x[mask]`: the mask's dimensions become one, of the selected elements."""
+    found = _source_and_mask(types, args, kwargs)
+    if found is None:
+        return None
+    source, mask = found
     if source.shape[:len(mask.shape)] != mask.shape:
         return None
     return (len(source.shape) - len(mask.shape) + 1,), (source.dtype,), False
@@ -50,11 +59,10 @@ def _positions(types: tuple, args: list, kwargs: dict) -> tuple | None:
 
 
 def _masked_select(types: tuple, args: list, kwargs: dict) -> tuple | None:
-    if len(args) != 2 or kwargs:
+    found = _source_and_mask(types, args, kwargs)
+    if found is None:
         return None
-    source, mask = _tensor(args[0], types), _tensor(args[1], types)
-    if source is None or mask is None or mask.dtype != 'bool':
-        return None
+    source, mask = found
     try:
         torch.broadcast_shapes(source.shape, mask.shape)
     except RuntimeError:
