@@ -120,33 +120,33 @@ def test_gt_compile_turns_compiling_on_for_the_session(cluster, monkeypatch):
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
 
 
+def _regions_started_by_training(steps: int, backend: str | None = None) -> int:
+    """Regions compiled or pending after `steps` MLP steps (with `gt.compile(model,
+    backend=backend)` first when a backend is given), less those before."""
+    before = total('compiled_regions') + total('compiles_pending')
+    model, optimizer = mlp(gt)
+    if backend is not None:
+        gt.compile(model, backend=backend)
+    x, y = (gt.tensor(t) for t in batch())
+    for _ in range(steps):
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    gt.sync()
+    return total('compiled_regions') + total('compiles_pending') - before
+
+
 def test_the_environment_wins_over_gt_compile(cluster, monkeypatch):
     monkeypatch.setenv('GT_AUTO_COMPILE', '0')
     monkeypatch.delenv('GT_COMPILE', raising=False)
     with connected(cluster.address):
-        before = total('compiled_regions') + total('compiles_pending')
-        model, optimizer = mlp(gt)
-        gt.compile(model, backend='eager')
-        x, y = (gt.tensor(t) for t in batch())
-        for _ in range(6):
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        gt.sync()
-        assert total('compiled_regions') + total('compiles_pending') == before
+        assert _regions_started_by_training(6, backend='eager') == 0
 
 
 def test_without_compile_settings_nothing_compiles(cluster, monkeypatch):
     for name in ('GT_AUTO_COMPILE', 'GT_COMPILE'):
         monkeypatch.delenv(name, raising=False)
     with connected(cluster.address):
-        before = total('compiled_regions') + total('compiles_pending')
-        model, optimizer = mlp(gt)
-        x, y = (gt.tensor(t) for t in batch())
-        for _ in range(4):
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        gt.sync()
-        assert total('compiled_regions') + total('compiles_pending') == before
+        assert _regions_started_by_training(4) == 0
 
 
 def test_a_compile_signal_compiles_the_nodes_in_its_scope(cluster, monkeypatch, fresh_configs,
