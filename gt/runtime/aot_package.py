@@ -7,6 +7,11 @@ compile. Packages live in `$TORCHINDUCTOR_CACHE_DIR/gt_aoti` (Inductor's own def
 directory when the variable is unset). Building one takes seconds to tens of seconds; it
 runs in the compile helper process (gt.runtime.compile_helper), never in a worker's
 thread, so the worker's loop keeps the interpreter lock. Loading one takes milliseconds.
+
+A package is run once in the helper before it is published: a package that crashes the
+process running it (seen on CUDA: torch 2.11's AOTInductor killed the worker with SIGSEGV
+at its first call) then ends the helper, and the worker's region stays eager, instead of
+ending the worker and every session's tensors on it.
 """
 
 import fcntl
@@ -50,10 +55,18 @@ def build(wire: list, specs: list, path: str) -> float:
         module = graph_module.from_wire(wire)
         exported = torch.export.export(module, tuple(graph_module.example_inputs(specs)),
                                        strict=False)
-        partial = target.with_name(f'{target.stem}.{os.getpid()}.partial.pt2')
+        partial = partial_path(path, os.getpid())
         torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
-        os.replace(partial, target)  # readers never see half a package
+        with torch.inference_mode():  # as the worker will call it
+            load(partial)(*graph_module.example_inputs(specs))
+        os.replace(partial, target)  # readers never see half a package, nor an untried one
     return time.perf_counter() - start
+
+
+def partial_path(path: str, builder: int) -> Path:
+    """Where the helper with pid `builder` writes the package before trying it."""
+    target = Path(path)
+    return target.with_name(f'{target.stem}.{builder}.partial.pt2')
 
 
 def load(path: Path) -> Any:

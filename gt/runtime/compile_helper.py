@@ -42,12 +42,21 @@ class CompileHelper:
             _write(self.process.stdin, [wire, specs, path])
             reply = _read(self.process.stdout)
         except (EOFError, BrokenPipeError):
-            code = self.process.wait()
-            self.process = None
-            raise RuntimeError(f'the compile helper process exited (code {code})') from None
+            raise RuntimeError(self._died(path)) from None
         if reply[0] == 'ok':
             return reply[1]
         raise RuntimeError(f'{reply[1]}\n--- in the compile helper:\n{reply[2]}')
+
+    def _died(self, path: str) -> str:
+        """Reap the helper, drop the package it left half-built or untried, and say how it
+        ended (the next request starts a new helper)."""
+        from gt.runtime.aot_package import partial_path
+
+        pid, code = self.process.pid, self.process.wait()
+        self.process = None
+        partial_path(path, pid).unlink(missing_ok=True)
+        how = f'{signal.strsignal(-code)} (signal {-code})' if code < 0 else f'exit code {code}'
+        return f'the compile helper process died while building or trying the package: {how}'
 
     def _start(self) -> None:
         self.process = subprocess.Popen(

@@ -284,6 +284,61 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     assert 'GT_DEBUG_COMPILE=1' in log
 
 
+CRASHING_PACKAGES = """
+# Every AOTInductor package built in this process is written at once and, when called,
+# reads address 0: the SIGSEGV that torch 2.11's packages gave on an H200.
+import ctypes
+import pathlib
+
+import torch._inductor
+
+
+def compile_and_package(exported, package_path):
+    pathlib.Path(package_path).write_bytes(b'a package that crashes whoever runs it')
+    return package_path
+
+
+def load_package(path):
+    return lambda *inputs: ctypes.string_at(0)
+
+
+torch._inductor.aoti_compile_and_package = compile_and_package
+torch._inductor.aoti_load_package = load_package
+"""
+
+
+def test_a_package_that_crashes_ends_the_helper_not_the_worker(start_cluster, tmp_path,
+                                                              monkeypatch):
+    (tmp_path / 'sitecustomize.py').write_text(CRASHING_PACKAGES)
+    cache = tmp_path / 'inductor'
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get('PYTHONPATH')]))
+    private = start_cluster(workers=1, env={'PYTHONPATH': path,
+                                            'TORCHINDUCTOR_CACHE_DIR': str(cache)})
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.delenv('GT_COMPILE_BACKEND', raising=False)  # inductor
+    with connected(private.address):
+        model, optimizer = mlp(gt)
+        x, y = (gt.tensor(t) for t in batch())
+        losses = []
+        deadline = time.monotonic() + 90
+        while total('compile_failures') < 2 or total('compiles_pending'):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            with gt.no_grad():  # a second program: its compile needs a new helper
+                model(x).sum().item()
+            assert time.monotonic() < deadline, worker_stats()
+        assert total('compiled_runs') == 0
+        assert private.workers[0].poll() is None, private.logs()
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
+    log = private.logs()
+    assert log.count('did not compile with inductor') == 1, log
+    assert 'died while building or trying the package: Segmentation fault (signal 11)' in log
+    assert not list(cache.rglob('*.pt2')), 'a crashing package was kept'
+
+
 def test_a_bad_backend_name_is_refused_at_the_first_op():
     result = run_script('''
         import gt
