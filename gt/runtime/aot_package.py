@@ -58,7 +58,7 @@ def build(wire: list, specs: list, path: str) -> float:
         partial = partial_path(path, os.getpid())
         torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
         with torch.inference_mode():  # as the worker will call it
-            load(partial)(*graph_module.example_inputs(specs))
+            load(partial, specs)(*graph_module.example_inputs(specs))
         os.replace(partial, target)  # readers never see half a package, nor an untried one
     return time.perf_counter() - start
 
@@ -69,6 +69,18 @@ def partial_path(path: str, builder: int) -> Path:
     return target.with_name(f'{target.stem}.{builder}.partial.pt2')
 
 
-def load(path: Path) -> Any:
-    """A callable taking the region's inputs and returning the list of its outputs."""
-    return torch._inductor.aoti_load_package(str(path))
+def load(path: Path, specs: list) -> Any:
+    """A callable taking the region's inputs and returning the list of its outputs, on
+    the GPU its inputs are on: a CUDA package otherwise runs on the calling thread's
+    current device, which is cuda:0 for a worker on cuda:1 (workers never switch it)."""
+    return torch._inductor.aoti_load_package(str(path), device_index=device_index(specs))
+
+
+def device_index(specs: list) -> int:
+    """The index of the first CUDA device among the inputs' devices; -1 (the current
+    device, or no GPU) when there is none."""
+    for _, _, _, device in specs:
+        place = torch.device(device)
+        if place.type == 'cuda':
+            return place.index or 0
+    return -1

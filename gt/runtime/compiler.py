@@ -131,7 +131,7 @@ class Compiler:
             path = aot_package.package_path(wire, specs)
             if not path.exists():
                 self.helper.build(wire, specs, str(path))
-            loaded = aot_package.load(path)
+            loaded = aot_package.load(path, specs)
             with torch.inference_mode():
                 # A package's first call sets itself up (a millisecond or more, measured):
                 # here, on zeros, rather than in a step of the worker's loop.

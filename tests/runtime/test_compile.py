@@ -19,6 +19,7 @@ from gt_test_support import connected, run_script
 import gt
 import gt.nn as nn
 import gt.nn.functional as F
+from gt.runtime import aot_package
 
 STEPS_AFTER_COMPILED = 3
 
@@ -298,7 +299,7 @@ def compile_and_package(exported, package_path):
     return package_path
 
 
-def load_package(path):
+def load_package(path, **options):
     return lambda *inputs: ctypes.string_at(0)
 
 
@@ -337,6 +338,18 @@ def test_a_package_that_crashes_ends_the_helper_not_the_worker(start_cluster, tm
     assert log.count('did not compile with inductor') == 1, log
     assert 'died while building or trying the package: Segmentation fault (signal 11)' in log
     assert not list(cache.rglob('*.pt2')), 'a crashing package was kept'
+
+
+def test_a_package_runs_on_the_gpu_its_inputs_are_on():
+    """AOTInductor loads a CUDA package onto the current device unless told; a worker on
+    cuda:1 never makes that its current device."""
+    def spec(device: str) -> list:
+        return [[2, 3], [3, 1], 'float32', device]
+
+    assert aot_package.device_index([spec('cpu'), spec('cuda:1')]) == 1
+    assert aot_package.device_index([spec('cuda:0')]) == 0
+    assert aot_package.device_index([spec('cpu'), spec('cpu')]) == -1
+    assert aot_package.device_index([]) == -1
 
 
 def test_a_bad_backend_name_is_refused_at_the_first_op():
