@@ -10,7 +10,10 @@ and `manual_seed_all` here seed only CUDA generators in torch, and a client has 
 `gt.cuda.amp` is gt.amp (its autocast and GradScaler behave as torch's do without CUDA).
 What torch.cuda answers without CUDA, this answers too: `empty_cache()` does nothing and
 the memory counters are 0 (the workers' memory is in `gt.debug.print_worker_stats()`);
-anything else torch.cuda has is an error naming why.
+anything else torch.cuda has is an error naming why. The one exception is
+`synchronize()`, which scripts call before reading a clock: it waits for every op the
+script has sent to finish on every worker, GPU kernels included, as torch's waits for its
+GPU.
 """
 
 from gt import amp as amp  # torch.cuda.amp's spelling
@@ -30,6 +33,14 @@ def manual_seed(seed: int) -> None:
 
 def manual_seed_all(seed: int) -> None:
     """Nothing to seed: see the module docstring (`gt.manual_seed` seeds the session)."""
+
+
+def synchronize(device: object = None) -> None:
+    """Wait until the work this script has sent so far has finished on every worker
+    (whichever `device` is named: a client does not know its workers' GPUs)."""
+    from gt.runtime import client
+
+    client.current().stats()
 
 
 def is_initialized() -> bool:

@@ -362,8 +362,9 @@ class Dispatcher(WorkerLinks):
 
     def stats_request(self, identity: bytes, message: StatsRequest, frames: list) -> None:
         session = self.sessions.get(identity)
-        if session is not None and session.queue:
-            # The statistics must show the work this session sent before asking.
+        if session is not None and (session.queue or self.scheduler.express_running(session)):
+            # The statistics must show the work this session sent before asking, on either
+            # lane: they are its barrier (gt.cuda.synchronize).
             self.scheduler.submit(session, Fragment(message, [], -1, [], lambda: self._stats(
                 identity, message)))
             return

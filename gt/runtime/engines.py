@@ -140,6 +140,11 @@ class TorchEngine:
     def describe(self) -> str:
         return str(self.device)
 
+    def synchronize(self) -> None:
+        """Wait for the kernels queued on this worker's GPU (a CPU runs each op to the end)."""
+        if self.device.type == 'cuda':
+            torch.cuda.synchronize(self.device)
+
 class NumpyEngine:
     name = 'numpy'
     device = 'cpu'
@@ -185,6 +190,9 @@ class NumpyEngine:
 
     def describe(self) -> str:
         return 'cpu (numpy)'
+
+    def synchronize(self) -> None:
+        """numpy runs each op to the end."""
 
 def _torch_literal(value: Any, dtype: str, device: Any) -> torch.Tensor:
     return torch.tensor(value, dtype=TORCH_DTYPES[dtype], device=device)

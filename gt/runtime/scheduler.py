@@ -26,6 +26,11 @@ of it goes to the main lane either until the express program is done), and its s
 is light: its longest recent program, halving every LONGEST_HALF_LIFE seconds, is at
 most EXPRESS_SECONDS (GT_EXPRESS_SECONDS, 2 ms; 0 turns the lane off). A light client
 then waits for its own work, not a heavy one's.
+
+A stats request is a fragment with no sends: it goes once everything its session sent
+before it is dispatched and none of it is on an express lane, and each worker answers it
+on its main lane after the programs before it, with its device synchronized. So it is
+the session's barrier (`gt.cuda.synchronize()`, `gt.debug.get_worker_stats()`).
 """
 
 import os
@@ -132,6 +137,8 @@ class Scheduler:
         """Where `session`'s next fragment can go now: MAIN, EXPRESS or nowhere yet.
         Express whenever it may and the main lane holds others' work, even with room
         there: a program waiting at a worker waits for all before it."""
+        if not fragment.sends:  # a stats request: after all of the session's work
+            return None if self.express_running(session) else MAIN
         if len(fragment.sends) == 1:
             worker = fragment.sends[0][0]
             if self.workers[worker].in_flight and self._express_takes(session, worker):
@@ -139,6 +146,10 @@ class Scheduler:
         if all(self._main_takes(session, w) for w, *_ in fragment.sends):
             return MAIN
         return None
+
+    def express_running(self, session) -> bool:
+        """Whether a program of `session` is on some worker's express lane."""
+        return any(handle.express_session is session for handle in self.workers)
 
     def _main_takes(self, session, worker: int) -> bool:
         """Lost workers never block: what is sent to them is dropped, and requests that

@@ -338,6 +338,9 @@ class Worker:
         self.errors.pop(message.session, None)
 
     def report_stats(self, message: StatsRequest, frames: list) -> None:
+        """After the work sent before it, to the end on the device: a stats request is the
+        session's barrier (gt.cuda.synchronize)."""
+        self.engine.synchronize()
         live = [value for session in self.values.values() for value in session.values()
                 if not isinstance(value, Failed)]
         stats = {

@@ -2,6 +2,7 @@
 torch.backends flags, inference_mode, thread settings and torch.utils. Each runs, and
 means what it means in torch on a machine without CUDA."""
 
+import time
 import warnings
 
 import pytest
@@ -77,9 +78,29 @@ def test_cuda_memory_calls_answer_as_torch_without_cuda():
                                                           'empty_cache': None}
     if not torch.cuda.is_available():
         assert answers == {name: getattr(torch.cuda, name)() for name in names}
-    with pytest.raises(AttributeError, match='gt.cuda has no synchronize: a GT client has no '
-                                             'CUDA device'):
-        gt.cuda.synchronize()
+    with pytest.raises(AttributeError, match='gt.cuda has no current_device: a GT client has '
+                                             'no CUDA device'):
+        gt.cuda.current_device()
+
+
+def test_cuda_synchronize_returns_once_the_work_sent_has_finished():
+    """Ported timing code calls torch.cuda.synchronize() before it reads the clock. Each
+    worker runs its programs one after another, so the time they took there (from their
+    Done replies) fits inside the wait, unless synchronize returned early."""
+    def worker_seconds() -> dict:
+        return dict(gt.debug.get_dispatcher_stats()['session']['worker_seconds'])
+
+    before = worker_seconds()
+    start = time.perf_counter()
+    x = gt.randn(1200, 1200) / 35
+    for _ in range(8):
+        x = (x @ x).tanh()
+    gt.cuda.synchronize()
+    waited = time.perf_counter() - start
+    ran = {worker: seconds - before.get(worker, 0.0)
+           for worker, seconds in worker_seconds().items()}
+    assert max(ran.values()) > 0.02, ran  # enough work to tell a wait from none
+    assert all(seconds <= waited for seconds in ran.values()), (ran, waited)
 
 
 def test_placement_keywords_of_ported_gpu_code_are_accepted():

@@ -175,6 +175,26 @@ def test_only_light_single_worker_work_of_a_session_idle_on_that_worker_goes_exp
     assert sent[-1] == ('busy', 40, 0, 'express')
 
 
+def test_a_stats_request_waits_for_its_sessions_express_program_alone():
+    """A stats request (no sends) is its session's barrier: it goes once that session's
+    express program is done, while another session's goes at once."""
+    scheduler, handles, sent = _with_express_lanes()
+    running, light, other = (FakeSession(n) for n in ('running', 'light', 'other'))
+    light.longest_recent = EXPRESS_SECONDS / 10
+    scheduler.submit(running, fragment(0, 0))
+    scheduler.submit(light, fragment(10, 0))
+    assert sent[-1] == ('light', 10, 0, 'express')
+    went = []
+    assert scheduler.express_running(light) and not scheduler.express_running(other)
+    scheduler.submit(light, Fragment(None, [], 11, [], lambda: went.append('light')))
+    scheduler.submit(other, Fragment(None, [], 20, [], lambda: went.append('other')))
+    assert went == ['other']
+    scheduler.done(0, running, 0.5)  # the main lane's work ending changes nothing
+    assert went == ['other']
+    scheduler.done(0, light, EXPRESS_SECONDS / 10, EXPRESS)
+    assert went == ['other', 'light'] and not light.queue
+
+
 def test_a_session_whose_recent_programs_were_long_is_light_again_later():
     scheduler, handles, sent = _with_express_lanes()
     session = FakeSession('mixed')
