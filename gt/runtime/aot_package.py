@@ -73,7 +73,10 @@ def load(path: Path, specs: list) -> Any:
     """A callable taking the region's inputs and returning the list of its outputs, on
     the GPU its inputs are on: a CUDA package otherwise runs on the calling thread's
     current device, which is cuda:0 for a worker on cuda:1 (workers never switch it)."""
-    return torch._inductor.aoti_load_package(str(path), device_index=device_index(specs))
+    index = device_index(specs)
+    if index < 0:  # a CPU package: no argument, which older torch versions lack
+        return torch._inductor.aoti_load_package(str(path))
+    return torch._inductor.aoti_load_package(str(path), device_index=index)
 
 
 def device_index(specs: list) -> int:
