@@ -52,15 +52,25 @@ def build(wire: list, specs: list, path: str) -> float:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():
             return 0.0
-        module = graph_module.from_wire(wire)
-        exported = torch.export.export(module, tuple(graph_module.example_inputs(specs)),
-                                       strict=False)
-        partial = partial_path(path, os.getpid())
-        torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
-        with torch.inference_mode():  # as the worker will call it
-            load(partial, specs)(*graph_module.example_inputs(specs))
-        os.replace(partial, target)  # readers never see half a package, nor an untried one
+        try:
+            _export_compile_and_try(wire, specs, partial_path(path, os.getpid()), target)
+        finally:
+            # The helper lives on beside the worker: the GPU memory its example inputs
+            # took goes back, not to its allocator's cache, where the worker cannot use it.
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
     return time.perf_counter() - start
+
+
+def _export_compile_and_try(wire: list, specs: list, partial: Path, target: Path) -> None:
+    module = graph_module.from_wire(wire)
+    exported = torch.export.export(module, tuple(graph_module.example_inputs(specs)),
+                                   strict=False)
+    torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
+    del exported  # it keeps its example inputs
+    with torch.inference_mode():  # as the worker will call it
+        load(partial, specs)(*graph_module.example_inputs(specs))
+    os.replace(partial, target)  # readers never see half a package, nor an untried one
 
 
 def partial_path(path: str, builder: int) -> Path:
