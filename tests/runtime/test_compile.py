@@ -251,6 +251,31 @@ def test_random_draws_stay_eager_and_match_torch_for_the_same_seed(cluster, monk
         assert total('compiled_runs') > before
 
 
+def _train_until_two_compiles_failed(steps_after: int = 0) -> list[float]:
+    """Train the GT MLP, with a no-grad forward as a second program, until both programs'
+    compiles have failed; then `steps_after` training steps more. Returns the losses."""
+    model, optimizer = mlp(gt)
+    x, y = (gt.tensor(t) for t in batch())
+    losses = []
+
+    def step() -> None:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+
+    deadline = time.monotonic() + 90
+    while total('compile_failures') < 2 or total('compiles_pending'):
+        step()
+        with gt.no_grad():
+            model(x).sum().item()
+        assert time.monotonic() < deadline, worker_stats()
+    for _ in range(steps_after):
+        step()
+    return losses
+
+
 def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, tmp_path,
                                                                monkeypatch):
     not_a_directory = tmp_path / 'cache'
@@ -259,25 +284,7 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     monkeypatch.setenv('GT_AUTO_COMPILE', '1')
     monkeypatch.delenv('GT_COMPILE_BACKEND', raising=False)  # inductor
     with connected(private.address):
-        model, optimizer = mlp(gt)
-        x, y = (gt.tensor(t) for t in batch())
-        losses = []
-        deadline = time.monotonic() + 90
-        while total('compile_failures') < 2 or total('compiles_pending'):
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            with gt.no_grad():  # a second program, so that two compiles fail
-                model(x).sum().item()
-            assert time.monotonic() < deadline, worker_stats()
-        for _ in range(2):  # the fallback is stable
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
+        losses = _train_until_two_compiles_failed(steps_after=2)  # the fallback is stable
         assert total('compiled_runs') == 0
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
     log = private.logs()
@@ -318,19 +325,7 @@ def test_a_package_that_crashes_ends_the_helper_not_the_worker(start_cluster, tm
     monkeypatch.setenv('GT_AUTO_COMPILE', '1')
     monkeypatch.delenv('GT_COMPILE_BACKEND', raising=False)  # inductor
     with connected(private.address):
-        model, optimizer = mlp(gt)
-        x, y = (gt.tensor(t) for t in batch())
-        losses = []
-        deadline = time.monotonic() + 90
-        while total('compile_failures') < 2 or total('compiles_pending'):
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            with gt.no_grad():  # a second program: its compile needs a new helper
-                model(x).sum().item()
-            assert time.monotonic() < deadline, worker_stats()
+        losses = _train_until_two_compiles_failed()  # the second needs a new helper
         assert total('compiled_runs') == 0
         assert private.workers[0].poll() is None, private.logs()
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
