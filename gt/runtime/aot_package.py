@@ -52,8 +52,13 @@ def build(wire: list, specs: list, path: str) -> float:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():
             return 0.0
+        partial = partial_path(path, os.getpid())
         try:
-            _export_compile_and_try(wire, specs, partial_path(path, os.getpid()), target)
+            _export_compile_and_try(wire, specs, partial)
+            os.replace(partial, target)  # readers never see half a package, nor an untried one
+        except BaseException:
+            partial.unlink(missing_ok=True)  # a build that failed leaves nothing behind
+            raise
         finally:
             # The helper lives on beside the worker: the GPU memory its example inputs
             # took goes back, not to its allocator's cache, where the worker cannot use it.
@@ -62,7 +67,7 @@ def build(wire: list, specs: list, path: str) -> float:
     return time.perf_counter() - start
 
 
-def _export_compile_and_try(wire: list, specs: list, partial: Path, target: Path) -> None:
+def _export_compile_and_try(wire: list, specs: list, partial: Path) -> None:
     module = graph_module.from_wire(wire)
     exported = torch.export.export(module, tuple(graph_module.example_inputs(specs)),
                                    strict=False)
@@ -70,7 +75,6 @@ def _export_compile_and_try(wire: list, specs: list, partial: Path, target: Path
     del exported  # it keeps its example inputs
     with torch.inference_mode():  # as the worker will call it
         load(partial, specs)(*graph_module.example_inputs(specs))
-    os.replace(partial, target)  # readers never see half a package, nor an untried one
 
 
 def partial_path(path: str, builder: int) -> Path:
