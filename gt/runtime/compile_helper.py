@@ -5,9 +5,11 @@ of the worker that would hold the interpreter lock for hundreds of milliseconds 
 and stall the programs the worker is running (measured: an eager MLP step of 7 ms took
 up to 740 ms while a thread compiled). In a process of its own, at a lower priority (and
 with the worker yielding it a core meanwhile: Compiler.share_cores), it only shares the
-cores. The helper starts on the first Inductor compile, answers one
-request at a time over its stdin and stdout (length-prefixed msgpack), and ends with its
-worker.
+cores. It also runs each new package once before publishing it, so that a package that
+crashes ends the helper, not the worker (gt.runtime.aot_package). The helper starts on
+the first Inductor compile, answers one request at a time over its stdin and stdout
+(length-prefixed msgpack), and ends with its worker; one that died is started again for
+the next request.
 
     request:  [region wire form, input specs, package path]
     reply:    ['ok', seconds]  or  ['error', message, traceback]
