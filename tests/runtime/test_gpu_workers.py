@@ -162,6 +162,35 @@ def test_half_precision_matmuls_give_torchs_cuda_results(gpu_cluster, dtype):
                                **{'rtol': 1e-2, 'atol': 1e-2} if dtype == torch.bfloat16 else {})
 
 
+def test_cuda_synchronize_waits_for_the_gpus_kernels(gpu_cluster):
+    """A GPU worker's program ends once its kernels are queued: gt.cuda.synchronize must
+    wait for the device too. The same matmuls in torch on this GPU bound that wait from
+    below (a margin of 2; without the device's sync it is milliseconds)."""
+    size, count = 8192, 8
+    weights = torch.randn(size, size, device='cuda') / size ** 0.5
+
+    def torch_chain() -> None:
+        x = weights
+        for _ in range(count):
+            x = x @ weights
+        torch.cuda.synchronize()
+
+    torch_chain()  # warm: cuBLAS, the allocator
+    start = time.perf_counter()
+    torch_chain()
+    torch_seconds = time.perf_counter() - start
+    with connected(gpu_cluster.address):
+        x = gt.tensor(weights)
+        (x @ x).sum().item()  # warm, as torch's was
+        start = time.perf_counter()
+        y = x
+        for _ in range(count):
+            y = y @ x
+        gt.cuda.synchronize()
+        waited = time.perf_counter() - start
+    assert waited >= torch_seconds / 2, (waited, torch_seconds)
+
+
 @pytest.mark.parametrize('backend', ['cudagraphs', 'aot_eager'])
 def test_programs_compile_on_the_gpu(gpu_cluster, monkeypatch, backend):
     """GT_COMPILE on a GPU worker: every program compiles, runs compiled, and the losses
