@@ -20,12 +20,13 @@ def get_dispatcher_stats() -> dict:
 
 def print_worker_stats() -> None:
     """One line per worker: device, tensors held, ops run (and how many programs ran on
-    its express lane), the bytes of moves, and what it compiled (programs, seconds
-    spent, failures, runs that used compiled code); then this session's share: its ops
+    its express lane), the bytes of moves, what it compiled (programs, seconds
+    spent, failures, runs that used compiled code) and how many programs it runs on
+    fewer threads than it has (gt.runtime.thread_tuning); then this session's share: its ops
     and programs, and per worker its busy seconds and the bytes it holds there."""
     stats = connection.current().stats()
     for worker in sorted(stats.workers, key=lambda worker: worker['index']):
-        moved = compiled = ''
+        moved = compiled = threads = ''
         if worker['peer_bytes_sent'] or worker['peer_bytes_received']:
             moved = (f", {worker['peer_bytes_sent']:,} bytes sent to peers and "
                      f"{worker['peer_bytes_received']:,} received")
@@ -36,11 +37,15 @@ def print_worker_stats() -> None:
                         f"{worker['compile_seconds']:.1f} s, {worker['compile_failures']} "
                         f"failed, {worker['compiles_pending']} pending, "
                         f"{worker['compiled_runs']} runs used them")
+        if worker.get('programs_tuned'):
+            threads = (f"; {worker['programs_on_fewer_threads']} of the "
+                       f"{worker['programs_tuned']} programs timed run on fewer than its "
+                       f"{worker['threads']} threads")
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
               f"{worker['ops']} ops in {worker['programs_run']} programs"
               + (f" ({worker['express_programs']} on its express lane)"
-                 if worker.get('express_programs') else '') + f"{moved}{compiled}")
+                 if worker.get('express_programs') else '') + f"{moved}{compiled}{threads}")
     session = stats.dispatcher.get('session')
     if session:
         workers = sorted(set(session['worker_seconds']) | set(session['bytes']))

@@ -49,7 +49,6 @@ class Compiler:
         self.compiled_runs = 0  # runs that used them
         self.warned = False
         self.building = 0  # Inductor requests queued or under way: the helper is busy
-        self.threads = self.running_threads = torch.get_num_threads()
 
     def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Future:
         """Compile `region` for inputs laid out as `examples` (real inputs it ran with:
@@ -66,16 +65,6 @@ class Compiler:
             self.thread = threading.Thread(target=self._work, daemon=True, name='gt-compile')
             self.thread.start()
         return future
-
-    def share_cores(self) -> None:
-        """Called by the worker before each program: while the helper builds, parallel ops
-        use one thread fewer. On a small machine the helper's compiler takes a core, and
-        an OpenMP region whose thread was preempted stalls at its barrier: measured on 2
-        cores, compiled MLP steps took 160 ms instead of 5 while other regions compiled."""
-        wanted = max(1, self.threads - 1) if self.building else self.threads
-        if wanted != self.running_threads:
-            torch.set_num_threads(wanted)
-            self.running_threads = wanted
 
     def stats(self) -> dict:
         return {'compiled_programs': self.programs_compiled,

@@ -81,6 +81,7 @@ class Program:
         self.result_slots = [slot for slot, _ in self.keep]
         self.op_counts = dict(Counter(step.op for step in self.steps))
         self.ran_compiled = False  # whether the last run used the compiled form
+        self.threads = None  # its thread count's timings (gt.runtime.thread_tuning), once hot
         self.compiled = None
         if compile_spec is not None and compiler is not None:
             self.compiled = CompiledProgram(self.steps, list(range(self.n_inputs)),

@@ -38,6 +38,7 @@ from gt.runtime.protocol import (
     Stats,
     StatsRequest,
 )
+from gt.runtime.thread_tuning import WorkerThreads
 from gt.runtime.transport import dealer, receive, send
 
 HEARTBEAT_SECONDS = 0.5
@@ -70,6 +71,8 @@ class Worker:
         # Compiling is torch's: the numpy engine runs every program as generated Python.
         self.compiler = Compiler() if self.engine.name == 'torch' else None
         self.main = Lane(self.socket, self.programs, self.compiler)
+        self.threads = WorkerThreads(tune=self.engine.name == 'torch'
+                                     and self.engine.device.type == 'cpu')
         self.express = ExpressLane(self)
         self.probes_seen: dict[str, bool] = {}
         self.salt = 0
@@ -271,11 +274,13 @@ class Worker:
         context.session, context.base, context.moved = message.session, message.base, {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals[:program.n_inputs]]
-        if lane.compiler is not None:
-            lane.compiler.share_cores()
+        timed = lane.compiler is not None and self.threads.before_run(
+            program, lane.compiler.building > 0)
         started, start = time.time(), time.perf_counter()
         kept, errors = program.run(inputs, context, message.base)
         seconds = time.perf_counter() - start
+        if timed:
+            self.threads.after_run(program, seconds)
         with self.activity_lock:
             self.activity.add(message.session, message.program_id, program.op_counts,
                               len(program.steps), started, seconds, program.ran_compiled,
@@ -355,6 +360,7 @@ class Worker:
             'peer_bytes_sent': self.exchange.bytes_sent,
             'peer_bytes_received': self.exchange.bytes_received,
             **(self.compiler.stats() if self.compiler else {}),
+            **self.threads.stats(self.programs.values()),
         }
         send(self.socket, Stats(message.request, [stats], {}))
 
