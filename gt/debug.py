@@ -38,8 +38,8 @@ def print_worker_stats() -> None:
                         f"failed, {worker['compiles_pending']} pending, "
                         f"{worker['compiled_runs']} runs used them")
         if worker.get('programs_tuned'):
-            threads = (f"; {worker['programs_on_fewer_threads']} of the "
-                       f"{worker['programs_tuned']} programs timed run on fewer than its "
+            threads = (f"; {worker['programs_on_fewer_threads']} of "
+                       f"{worker['programs_tuned']} timed programs run on fewer than its "
                        f"{worker['threads']} threads")
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "

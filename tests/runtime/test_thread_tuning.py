@@ -171,7 +171,7 @@ def test_a_worker_runs_each_program_on_its_faster_count(start_cluster, tmp_path,
         assert stats['programs_on_fewer_threads'] == on_fewer, cluster.logs()
         gt.debug.print_worker_stats()
     said = capsys.readouterr().out
-    assert f'{on_fewer} of the 1 programs timed run on fewer than its 2 threads' in said, said
+    assert f'{on_fewer} of 1 timed programs run on fewer than its 2 threads' in said, said
 
 
 @pytest.mark.parametrize('setting, tuned', [(None, True), ('0', False)],
