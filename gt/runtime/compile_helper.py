@@ -4,7 +4,7 @@ Inductor spends seconds of Python in tracing, lowering and code generation; in a
 of the worker that would hold the interpreter lock for hundreds of milliseconds at a time
 and stall the programs the worker is running (measured: an eager MLP step of 7 ms took
 up to 740 ms while a thread compiled). In a process of its own, at a lower priority (and
-with the worker yielding it a core meanwhile: Compiler.share_cores), it only shares the
+with the worker yielding it a core meanwhile: thread_tuning.WorkerThreads), it only shares the
 cores. It also runs each new package once before publishing it, so that a package that
 crashes ends the helper, not the worker (gt.runtime.aot_package). The helper starts on
 the first Inductor compile, answers one request at a time over its stdin and stdout
