@@ -43,20 +43,18 @@ SAMPLES = 6  # runs timed per candidate count, at least
 WINDOW_SECONDS = 0.5  # the machine's CPU counters tick every 10 ms: time this long at least
 RETUNE_SECONDS = 60.0  # on the chosen count before timing the candidates again
 NEAR_BEST = 1.05  # fewer threads are kept unless more would cut the cycle by over 5%
-
-
-SCOPES = {'0': None, 'compiled': 'compiled', 'all': 'all'}
+SETTINGS = ('0', 'compiled', 'all')
 
 
 def scope() -> str | None:
     """Which programs `GT_THREAD_TUNING` has tuned: 'compiled' (the default), 'all', or
     None for `0`."""
     setting = os.environ.get('GT_THREAD_TUNING', 'compiled')
-    if setting not in SCOPES:
+    if setting not in SETTINGS:
         print(f'gt worker: GT_THREAD_TUNING={setting!r} is not one of 0, compiled or all; '
               'tuning compiled programs', file=sys.stderr, flush=True)
         return 'compiled'
-    return SCOPES[setting]
+    return None if setting == '0' else setting
 
 
 def candidate_counts(full: int) -> list[int]:
@@ -206,7 +204,8 @@ class WorkerThreads:
                     for threads in tuned)}
 
     def _use(self, count: int) -> None:
-        """Set only on a change: torch.set_num_threads also drops oneDNN's cached kernels."""
+        """Set only on a change: torch.set_num_threads also empties oneDNN's cache of
+        convolution kernels (at::native::mkldnn::clear_computation_cache)."""
         if count != self.current:
             torch.set_num_threads(count)
             self.current = count
