@@ -63,10 +63,24 @@ def dealer(endpoint: str, identity: bytes | None = None, keys: Any = None,
 
 
 def send(socket: zmq.Socket, message: Any, frames: list = (), to: bytes | None = None) -> None:
-    parts = [encode(message), *frames]
+    """`socket.send_multipart([to, header, *frames], copy=False)` in a quarter of the
+    time (2 against 8 µs for two parts): send_multipart checks every part and combines
+    enum flags for each, where a plain int flag does. Every message of every process
+    goes through here, several per fetch. The header is encoded before the first part
+    goes: a failure then must not leave half a message on the socket."""
+    header = encode(message)
     if to is not None:
-        parts.insert(0, to)
-    socket.send_multipart(parts, copy=False)
+        socket.send(to, MORE, copy=False)
+    if not frames:
+        socket.send(header, 0, copy=False)
+        return
+    socket.send(header, MORE, copy=False)
+    last = len(frames) - 1
+    for index, frame in enumerate(frames):
+        socket.send(frame, MORE if index < last else 0, copy=False)
+
+
+MORE = int(zmq.SNDMORE)
 
 
 def receive(socket: zmq.Socket) -> tuple[Any, list]:
