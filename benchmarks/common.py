@@ -21,10 +21,17 @@ def devices(gt) -> str:
 
 
 def alternating(first: Callable[[], object], second: Callable[[], object],
-                repeats: int = 15, warmup: int = 3,
-                warmup_seconds: float = 0.5) -> tuple[float, float]:
-    """Median seconds of each in steady state, run in turns so that load from other
-    processes on the machine falls on both alike.
+                repeats: int = 15, warmup: int = 3, warmup_seconds: float = 0.5,
+                block: int = 3, settle_seconds: float = 0.05) -> tuple[float, float]:
+    """Median seconds of each in steady state, `repeats` runs each, timed in turns of
+    `block` runs so that load from other processes on the machine falls on both alike.
+
+    Each turn starts with untimed runs for `settle_seconds` (one at least): what the
+    other side left running when its turn ended must not be timed as this side's. An
+    OpenMP thread spins for milliseconds after its last parallel op, in torch's own
+    process and in GT's worker alike; timed run by run in strict turns, an MLP step of
+    torch's took 2.1-2.6 ms against 1.3-1.9 ms after settling, and GT's 3.1-3.5 ms
+    against 2.7-2.9 (the same run, this 2-core machine).
 
     Both first run `warmup` times and for at least `warmup_seconds`: a GT client's
     first 65,000 or so ops also fill its history of where each op was recorded (kept
@@ -38,11 +45,16 @@ def alternating(first: Callable[[], object], second: Callable[[], object],
         first()
         second()
     times: tuple[list, list] = ([], [])
-    for _ in range(repeats):
+    while len(times[1]) < repeats:
         for run, kept in zip((first, second), times):
-            start = time.perf_counter()
+            settled = time.perf_counter() + settle_seconds
             run()
-            kept.append(time.perf_counter() - start)
+            while time.perf_counter() < settled:
+                run()
+            for _ in range(min(block, repeats - len(kept))):
+                start = time.perf_counter()
+                run()
+                kept.append(time.perf_counter() - start)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
