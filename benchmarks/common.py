@@ -1,11 +1,13 @@
-"""Timing helpers for the benchmarks: best-of and median of repeated runs, as ratios
-against plain PyTorch measured in the same process and the same run."""
+"""Timing helpers for the benchmarks: medians of repeated runs, as ratios against plain
+PyTorch measured in the same process and the same run, and where GT's CPU goes."""
 
 import itertools
+import os
 import statistics
 import time
 from typing import Callable
 
+import psutil
 import torch
 
 DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
@@ -75,3 +77,66 @@ def compile_totals(gt) -> dict:
             'compile_failures', 'compiles_pending', 'programs_run')
     workers = gt.debug.get_worker_stats()
     return {key: sum(worker.get(key, 0) for worker in workers) for key in keys}
+
+
+def cpu_per_run(run: Callable[[], object], per: int = 1, repeats: int = 20) -> str:
+    """Where GT's time goes: the CPU each process spends per run of `run` (divided by
+    `per`, say the steps in a run), timed back to back after one untimed run. The
+    processes are this one (the client) and its children, GT's auto-started dispatcher,
+    workers and compile helpers; each one's CPU is split into its main thread, ZeroMQ's
+    I/O threads and the rest (OpenMP's pool, GT's heartbeat and compile threads)."""
+    processes = {os.getpid(): 'client'}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            processes[child.pid] = _label(child.cmdline())
+        except psutil.Error:
+            continue
+    run()
+    before = {pid: _thread_seconds(pid) for pid in processes}
+    start = time.perf_counter()
+    for _ in range(repeats):
+        run()
+    wall = time.perf_counter() - start
+    after = {pid: _thread_seconds(pid) for pid in processes}
+    scale = 1e3 / (repeats * per)
+    parts, total = [], 0.0
+    for pid, name in processes.items():
+        split = {'main': 0.0, 'zmq': 0.0, 'other': 0.0}
+        for tid, (seconds, thread_name) in after[pid].items():
+            kind = 'main' if tid == pid else 'zmq' if thread_name.startswith('ZMQbg') else 'other'
+            split[kind] += seconds - before[pid].get(tid, (0.0, ''))[0]
+        total += sum(split.values())
+        parts.append(f'{name} ' + '+'.join(f'{seconds * scale:.2f}' for seconds in split.values()))
+    return (f'  CPU per {"step" if per > 1 else "run"} in ms, main thread + ZeroMQ I/O + other '
+            f'threads: {", ".join(parts)}; {total * scale:.2f} in all, in '
+            f'{wall * scale:.2f} of wall on {os.cpu_count()} cores')
+
+
+def _label(command: list[str]) -> str:
+    """`python -m gt.worker ...` -> 'gt.worker'."""
+    if '-m' in command[:-1]:
+        return command[command.index('-m') + 1]
+    return os.path.basename(command[0]) if command else '?'
+
+
+def _thread_seconds(pid: int) -> dict[int, tuple[float, str]]:
+    """Seconds on a CPU so far, and the name, of each thread of process `pid`, by thread
+    id: from /proc (schedstat counts nanoseconds) where there is one, else psutil's
+    10 ms ticks, unnamed."""
+    try:
+        tasks = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        try:
+            return {thread.id: (thread.user_time + thread.system_time, '')
+                    for thread in psutil.Process(pid).threads()}
+        except psutil.Error:
+            return {}
+    threads = {}
+    for tid in tasks:
+        try:
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as stats, \
+                    open(f'/proc/{pid}/task/{tid}/comm') as name:
+                threads[int(tid)] = (int(stats.read().split()[0]) / 1e9, name.read().strip())
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return threads

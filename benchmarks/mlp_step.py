@@ -3,11 +3,12 @@
 
 An MLP 784-256-10 on a batch of 64, cross-entropy loss, SGD: 20 steps then one fetch of
 the loss, timed per step (target: 1.5x torch); and the same with the loss fetched every
-step, as loops that print it do. Also counted: the messages a step sends. Then the same
-steps with `GT_AUTO_COMPILE=1` (Inductor, in a child process, since GT reads it at
-connect; target: 1.0x torch eager), once the step's program has compiled, and how long
-that took (Inductor's cache, TORCHINDUCTOR_CACHE_DIR, makes a second run's fast);
-`--no-compile` skips it.
+step, as loops that print it do. After each ratio, where GT's time went: the CPU a step
+costs the client, the dispatcher and the worker (main thread + others). Also counted: the
+messages a step sends. Then the same steps with `GT_AUTO_COMPILE=1` (Inductor, in a
+child process, since GT reads it at connect; target: 1.0x torch eager), once the step's
+program has compiled, and how long that took (Inductor's cache, TORCHINDUCTOR_CACHE_DIR,
+makes a second run's fast); `--no-compile` skips it.
 """
 
 import argparse
@@ -19,7 +20,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import DEVICE, alternating, compile_totals, devices, report  # noqa: E402
+from common import DEVICE, alternating, compile_totals, cpu_per_run, devices, report  # noqa: E402
 
 import gt  # noqa: E402
 import gt.nn as nn  # noqa: E402
@@ -65,9 +66,11 @@ def eager() -> None:
     torch_time, gt_time = alternating(torch_steps, gt_steps)
     report(f'MLP {INPUTS}-{HIDDEN}-{CLASSES} SGD step ({STEPS} steps, 1 fetch)',
            torch_time / STEPS, gt_time / STEPS, 1.5)
+    print(cpu_per_run(gt_steps, STEPS))
     torch_time, gt_time = alternating(lambda: torch_steps(fetch_each=True),
                                       lambda: gt_steps(fetch_each=True))
     report('the same, fetching the loss every step', torch_time / STEPS, gt_time / STEPS, None)
+    print(cpu_per_run(lambda: gt_steps(fetch_each=True), STEPS))
 
     client = gt.runtime.client.current()
     before, first_value = client.next_request, client.next_id
@@ -102,6 +105,7 @@ def auto_compiled(wait: float) -> None:
           f'the first step (its steps ran eagerly meanwhile)')
     torch_time, gt_time = alternating(torch_steps, gt_steps)
     report('the same, GT with GT_AUTO_COMPILE=1', torch_time / STEPS, gt_time / STEPS, 1.0)
+    print(cpu_per_run(gt_steps, STEPS))
 
 
 def main() -> int:

@@ -4,6 +4,7 @@
    ops locally and sends them in a few messages; target 2x torch.
 2. A 1000x1000 matmul of tensors made on the worker, plus fetching the result: the
    work dominates; target 1.2x.
+After each, the CPU a run of GT's costs the client, the dispatcher and the worker.
 """
 
 import os
@@ -12,7 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import DEVICE, alternating, devices, report  # noqa: E402
+from common import DEVICE, alternating, cpu_per_run, devices, report  # noqa: E402
 
 import gt  # noqa: E402
 
@@ -49,7 +50,9 @@ def main() -> int:
     print(devices(gt))
     report(f'{CHAIN}-op chain on 4x4, one fetch',
            *alternating(torch_chain, lambda: gt_chain(a, c), repeats=100), 2.0)
+    print(cpu_per_run(lambda: gt_chain(a, c), repeats=100))
     report('1000x1000 matmul + fetch', *alternating(torch_matmul, gt_matmul), 1.2)
+    print(cpu_per_run(gt_matmul))
     stats = gt.debug.get_dispatcher_stats()
     print(f"dispatcher plan cache: {stats['plan_hits']} hits, {stats['plan_misses']} misses")
     return 0
