@@ -24,6 +24,7 @@ from typing import Any
 
 import msgpack
 import torch
+from torch.utils import _pytree as pytree
 
 from gt.runtime import graph_module
 
@@ -89,8 +90,30 @@ def load(path: Path, specs: list) -> Any:
     current device, which is cuda:0 for a worker on cuda:1 (workers never switch it)."""
     index = device_index(specs)
     if index < 0:  # a CPU package: no argument, which older torch versions lack
-        return torch._inductor.aoti_load_package(str(path))
-    return torch._inductor.aoti_load_package(str(path), device_index=index)
+        return flat_caller(torch._inductor.aoti_load_package(str(path)), len(specs))
+    return flat_caller(torch._inductor.aoti_load_package(str(path), device_index=index),
+                       len(specs))
+
+
+def flat_caller(package: Any, inputs: int) -> Any:
+    """`package` called with its inputs handed to its loader as one list.
+
+    torch's AOTICompiledModel parses its call spec (JSON) and walks both pytrees on
+    every call, to take and return any structure, on the worker's loop: measured, a call
+    of an MLP step's region (6 inputs, 5 outputs) took 330 µs that way against 275, and
+    a region of 105 inputs paid 130 µs. A region's inputs are `inputs` tensors and it
+    returns a flat tuple of them, so the loader can take the list as is; a package of
+    another form, or a torch without `boxed_run`, keeps torch's call."""
+    loader = getattr(package, 'loader', None)
+    if loader is None or not hasattr(loader, 'boxed_run'):
+        return package
+    in_spec, out_spec = (pytree.treespec_loads(spec) for spec in loader.get_call_spec())
+    flat_in = pytree.tree_structure((tuple(range(inputs)), {}))
+    flat_out = pytree.tree_structure(tuple(range(out_spec.num_leaves)))
+    if in_spec != flat_in or out_spec != flat_out:
+        return package
+    run = loader.boxed_run
+    return lambda *values: run(list(values))
 
 
 def device_index(specs: list) -> int:

@@ -387,6 +387,15 @@ def test_inductor_compiles_beside_running_steps_and_its_packages_survive_a_resta
         assert total('compile_failures') == 0
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)
     private.stop()
+    # The worker called those packages through their loader, skipping torch's pytree
+    # wrapper (the losses above are that path's); a torch whose packages take another
+    # form would silently fall back to the wrapper, and is said here.
+    packages = list((tmp_path / 'inductor').rglob('*.pt2'))
+    assert packages
+    for path in packages:
+        package = torch._inductor.aoti_load_package(str(path))
+        inputs = torch.utils._pytree.treespec_loads(package.loader.get_call_spec()[0])
+        assert aot_package.flat_caller(package, inputs.num_leaves) is not package, path
 
     restarted = start_cluster(workers=1, env=env)
     with connected(restarted.address):
