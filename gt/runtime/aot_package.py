@@ -89,10 +89,10 @@ def load(path: Path, specs: list) -> Any:
     the GPU its inputs are on: a CUDA package otherwise runs on the calling thread's
     current device, which is cuda:0 for a worker on cuda:1 (workers never switch it)."""
     index = device_index(specs)
-    if index < 0:  # a CPU package: no argument, which older torch versions lack
-        return flat_caller(torch._inductor.aoti_load_package(str(path)), len(specs))
-    return flat_caller(torch._inductor.aoti_load_package(str(path), device_index=index),
-                       len(specs))
+    # A CPU package gets no device argument, which older torch versions lack.
+    package = torch._inductor.aoti_load_package(str(path)) if index < 0 else \
+        torch._inductor.aoti_load_package(str(path), device_index=index)
+    return flat_caller(package, len(specs))
 
 
 def flat_caller(package: Any, inputs: int) -> Any:
