@@ -4,11 +4,11 @@
 An MLP 784-256-10 on a batch of 64, cross-entropy loss, SGD: 20 steps then one fetch of
 the loss, timed per step (target: 1.5x torch); and the same with the loss fetched every
 step, as loops that print it do. After each ratio, where GT's time went: the CPU a step
-costs the client, the dispatcher and the worker (main thread + others). Also counted: the
-messages a step sends. Then the same steps with `GT_AUTO_COMPILE=1` (Inductor, in a
-child process, since GT reads it at connect; target: 1.0x torch eager), once the step's
-program has compiled, and how long that took (Inductor's cache, TORCHINDUCTOR_CACHE_DIR,
-makes a second run's fast); `--no-compile` skips it.
+costs the client, the dispatcher and the worker (main thread + ZeroMQ I/O + others).
+Also counted: the messages a step sends. Then the same steps with `GT_AUTO_COMPILE=1`
+(Inductor, in a child process, since GT reads it at connect; target: 1.0x torch eager),
+once the step's program has compiled, and how long that took (Inductor's cache,
+TORCHINDUCTOR_CACHE_DIR, makes a second run's fast); `--no-compile` skips it.
 """
 
 import argparse
