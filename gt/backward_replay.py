@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from gt.ir import OPS
+from gt.runtime.client import NO_ATTRS
 from gt.runtime.locations import user_location
 from gt.signal import current_scope
 
@@ -181,8 +182,9 @@ def _frozen(value: Any) -> Any:
 
 
 class _Tap:
-    """Stands in for the client's `record`, `add_literal` and `add_data` while the rules
-    run, noting each op in terms of the tape's sources and the values made before it."""
+    """Stands in for the client's `record`, `record_binary`, `add_literal` and `add_data`
+    while the rules run, noting each op in terms of the tape's sources and the values made
+    before it."""
 
     def __init__(self, client: Any, tape: Tape):
         self.client = client
@@ -216,6 +218,9 @@ class _Tap:
             self.made[first + offset] = len(self.made)
         return first
 
+    def record_binary(self, op: str, left: int, right: int, scope: str | None) -> int:
+        return self.record(op, [left, right], NO_ATTRS, 1, scope)
+
     def add_literal(self, value: Any) -> int:
         slot = type(self.client).add_literal(self.client, value)
         self.literals[slot] = value
@@ -229,12 +234,12 @@ class _Tap:
 def _record(tape: Tape, client: Any, run_rules: Callable[[], Any]) -> Recorded | None:
     tap = _Tap(client, tape)
     before = [leaf._grad for leaf in tape.leaves]
-    client.record, client.add_literal, client.add_data = tap.record, tap.add_literal, \
-        tap.add_data
+    client.record, client.record_binary = tap.record, tap.record_binary
+    client.add_literal, client.add_data = tap.add_literal, tap.add_data
     try:
         run_rules()
     finally:
-        del client.record, client.add_literal, client.add_data
+        del client.record, client.record_binary, client.add_literal, client.add_data
     grads = []
     for index, (leaf, old) in enumerate(zip(tape.leaves, before)):
         if leaf._grad is old:

@@ -314,9 +314,6 @@ def _remember(key: tuple, types: tuple) -> None:
 
 
 _new_object = object.__new__
-# The attrs of every op recorded without any: one shared dict, since recorded ops are
-# never changed after, rather than one allocation per op in elementwise loops.
-NO_ATTRS: dict = {}
 
 
 def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = None) -> Tensor:
@@ -379,19 +376,30 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
     return result
 
 
+# Each binary op's last input types and result types. A loop applies an op to the same
+# type objects again and again (a result's type is the memo's own object), and checking
+# identity costs less than hashing the nested key: measured, 110 ns of an add's 1.45 us.
+_last_binary: dict[str, tuple] = {}
+
+
 def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
     """`apply` for the commonest case, two tensors and no attributes, kept lean because
     elementwise loops run through it."""
-    key = (op, (left._type, right._type), (), ())
-    types = _inferred.get(key)
-    if types is None:
-        types = _infer(op, (left._type, right._type), {})
-        _remember(key, types)
+    left_type, right_type = left._type, right._type
+    last = _last_binary.get(op)
+    if last is not None and last[0] is left_type and last[1] is right_type:
+        types = last[2]
+    else:
+        key = (op, (left_type, right_type), (), ())
+        types = _inferred.get(key)
+        if types is None:
+            types = _infer(op, (left_type, right_type), {})
+            _remember(key, types)
+        _last_binary[op] = (left_type, right_type, types)
     client = left._client
     if right._client is not client:
         _refuse_mixed_sessions(client, right._client)
-    out = wrap(client.record(op, [left._id, right._id], NO_ATTRS, 1, current_scope()), types[0],
-               client)
+    out = wrap(client.record_binary(op, left._id, right._id, current_scope()), types[0], client)
     if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
         autograd.record(op, [left, right], [out], {})
     return out

@@ -57,6 +57,9 @@ from gt.runtime.transport import dealer, endpoint_for, receive, send
 # the workers are idle then: a step cut in two costs a message and a program more than
 # its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
 # 1.7-2.1 ms with a 32-op head), and its pieces compile as regions of their own.
+# The attrs of every op recorded without any: one shared dict, since recorded ops are
+# never changed after, rather than one allocation per op in elementwise loops.
+NO_ATTRS: dict = {}
 FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
 SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
 PING_SECONDS = 1.0
@@ -200,6 +203,37 @@ class Client:
         pending.locations.append(location or user_location())
         first = self.next_id
         self.next_id += n_outputs
+        if len(pending.records) >= FRAGMENT_LIMIT:
+            self.flush()
+        return first
+
+    def record_binary(self, op: str, left: int, right: int, scope: str | None) -> int:
+        """`record` of a two-operand op without attrs, the commonest in elementwise loops,
+        with the loop over operands unrolled: measured, a tenth of the 1.3 us an add takes
+        to record."""
+        pending = self.pending
+        base = pending.base
+        known = pending.external_index
+        if left >= base:
+            left_ref = left - base
+        else:
+            index = known.get(left)
+            if index is None:
+                index = known[left] = len(pending.externals)
+                pending.externals.append(left)
+            left_ref = -1 - index
+        if right >= base:
+            right_ref = right - base
+        else:
+            index = known.get(right)
+            if index is None:
+                index = known[right] = len(pending.externals)
+                pending.externals.append(right)
+            right_ref = -1 - index
+        pending.records.append((op, [left_ref, right_ref], NO_ATTRS, scope))
+        pending.locations.append(user_location())
+        first = self.next_id
+        self.next_id = first + 1
         if len(pending.records) >= FRAGMENT_LIMIT:
             self.flush()
         return first
