@@ -379,6 +379,74 @@ def connected(address: str):
         client._client = None
 
 
+# ---- the sharded re-run, started early ------------------------------------------------------
+TESTS = os.path.dirname(os.path.abspath(__file__))
+SHARDED_RERUN_TEST = 'test_the_api_suites_pass_with_everything_sharded_over_3_workers'
+# A guard against a hang, not a speed bound: alone, the re-run takes 1.7 minutes on a quiet
+# 2-core machine and over 4.5 on a slow one.
+SHARDED_RERUN_SECONDS = 900.0
+
+
+class ShardedRerun:
+    """The API, autograd and gt.nn suites again, in a pytest of their own, on 3 workers
+    with every created tensor sharded (tests/runtime/test_sharded_suite.py checks how it
+    ended). It starts as soon as collection finds that test, so that it runs beside the
+    suites collected before tests/runtime: those time nothing, and leave a 2-core machine
+    about half idle. Measured: the re-run took 103 s alone, and run beside those suites it
+    made them 50 s longer, not 103. tests/runtime times things and kills processes, so its
+    first test waits for the re-run to end."""
+
+    def __init__(self) -> None:
+        self.output = tempfile.TemporaryFile(mode='w+')
+        env = dict(os.environ, GT_WORKERS='3', GT_AUTO_SHARD_ELEMENTS='1',
+                   GT_WORKER_THREADS='1')
+        suites = [os.path.join(TESTS, suite) for suite in ('api', 'autograd', 'nn')]
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'pytest', '-q', '-x', '-p', 'no:cacheprovider', *suites],
+            env=env, stdout=self.output, stderr=subprocess.STDOUT, text=True,
+            cwd=os.path.dirname(TESTS), start_new_session=True)
+        self.deadline = time.monotonic() + SHARDED_RERUN_SECONDS
+
+    def result(self) -> ScriptResult:
+        """How the re-run ended, once it has (killed at its deadline)."""
+        try:
+            self.process.wait(max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            self.output.write(f'\nthe sharded re-run ran longer than {SHARDED_RERUN_SECONDS} s '
+                              'and was killed\n')
+        self.output.seek(0)
+        return ScriptResult(self.process.returncode, self.output.read(), '')
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            kill_group(self.process)
+            self.process.wait()
+
+
+sharded_rerun: ShardedRerun | None = None
+
+
+def pytest_collection_finish(session) -> None:
+    global sharded_rerun
+    if session.config.option.collectonly:
+        return
+    if any(item.name == SHARDED_RERUN_TEST for item in session.items):
+        sharded_rerun = ShardedRerun()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    """Before a tests/runtime test's fixtures, and outside its time limit."""
+    if sharded_rerun is not None and str(item.path).startswith(RUNTIME_TESTS):
+        sharded_rerun.result()
+
+
+def pytest_sessionfinish(session) -> None:
+    if sharded_rerun is not None:
+        sharded_rerun.stop()
+
+
 # ---- a guard against hangs ------------------------------------------------------------------
 RUNTIME_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'runtime')
 DEFAULT_TIME_LIMIT = 120.0
