@@ -126,6 +126,12 @@ class Compiler:
                 # here, on zeros, rather than in a step of the worker's loop.
                 loaded(*graph_module.example_inputs(specs))
             return loaded
+        if backend == 'cudagraphs' and not any(
+                isinstance(value, torch.Tensor) and value.is_cuda for value in examples):
+            # torch's backend would skip its graphs with a warning of 26 lines, and its
+            # threads sometimes abort the worker at exit ('terminate called...').
+            raise RuntimeError('cudagraphs captures CUDA graphs, and this region runs on '
+                               'the CPU; choose eager, aot_eager or inductor for a CPU worker')
         compiled = torch.compile(graph_module.build(steps, region), backend=backend,
                                  dynamic=False)
         with torch.inference_mode():  # as the worker runs: the guards must match its calls

@@ -292,6 +292,21 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     assert 'GT_DEBUG_COMPILE=1' in log
 
 
+def test_cudagraphs_on_a_cpu_worker_is_refused_once_and_the_run_goes_on_eagerly(
+        start_cluster, monkeypatch):
+    private = start_cluster(workers=1)
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'cudagraphs')
+    with connected(private.address):
+        losses = _train_until_two_compiles_failed(steps_after=2)
+        assert total('compiled_runs') == 0
+    torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
+    log = private.logs()
+    assert log.count('did not compile with cudagraphs') == 1, log
+    assert 'captures CUDA graphs, and this region runs on the CPU' in log
+    assert 'skipping cudagraphs' not in log  # torch's own warning, many lines long
+
+
 BROKEN_PACKAGES = """
 # Every AOTInductor package built in this process is written at once and fails when
 # called: it reads address 0 (the SIGSEGV that torch 2.11's packages gave on an H200), or
