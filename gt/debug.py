@@ -20,22 +20,24 @@ def get_dispatcher_stats() -> dict:
 
 def print_worker_stats() -> None:
     """One line per worker: device, tensors held, ops run (and how many programs ran on
-    its express lane), the bytes of moves, what it compiled (programs, seconds
-    spent, failures, runs that used compiled code) and how many programs it runs on
-    fewer threads than it has (gt.runtime.thread_tuning); then this session's share: its ops
-    and programs, and per worker its busy seconds and the bytes it holds there."""
+    its express lane), the bytes of moves, what it compiled (programs, seconds spent,
+    failures, layouts deferred, runs that used compiled code) and how many programs it
+    runs on fewer threads than it has (gt.runtime.thread_tuning); then this session's
+    share: its ops and programs, and per worker its busy seconds and the bytes it holds
+    there."""
     stats = connection.current().stats()
     for worker in sorted(stats.workers, key=lambda worker: worker['index']):
         moved = compiled = threads = ''
         if worker['peer_bytes_sent'] or worker['peer_bytes_received']:
             moved = (f", {worker['peer_bytes_sent']:,} bytes sent to peers and "
                      f"{worker['peer_bytes_received']:,} received")
-        if worker.get('compiled_regions') or worker.get('compile_failures') or worker.get(
-                'compiles_pending'):
+        if any(worker.get(key) for key in ('compiled_regions', 'compile_failures',
+                                            'compiles_pending', 'compiles_deferred')):
             compiled = (f"; compiled {worker['compiled_programs']} programs "
                         f"({worker['compiled_regions']} regions) in "
                         f"{worker['compile_seconds']:.1f} s, {worker['compile_failures']} "
                         f"failed, {worker['compiles_pending']} pending, "
+                        f"{worker['compiles_deferred']} deferred, "
                         f"{worker['compiled_runs']} runs used them")
         if worker.get('programs_tuned'):
             threads = (f"; {worker['programs_on_fewer_threads']} of "

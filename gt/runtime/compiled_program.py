@@ -8,7 +8,8 @@ submits the regions to the worker's Compiler. Later runs use the eager generated
 function until every region of that layout has compiled (or failed, and stays eager),
 then a driver that calls the compiled regions between the eager steps. Shapes that
 change make new layouts: each is compiled separately, up to `MAX_LAYOUTS` per program;
-beyond that, new layouts run eagerly.
+beyond that, new layouts run eagerly. The compiler may also defer a new layout (see
+gt.runtime.compiler): its program then runs eagerly, and asks again at its next run.
 """
 
 from typing import Any, Callable
@@ -40,9 +41,11 @@ class CompiledProgram:
                               if isinstance(region, Region)}
         self.layouts: dict[tuple, _Layout] = {}
 
-    def runner(self, inputs: list) -> tuple[Callable | None, bool]:
+    def runner(self, inputs: list, runs: int, session: int) -> tuple[Callable | None, bool]:
         """The function to run these inputs with and whether it is compiled; None while
-        there is nothing compiled for their layout (after starting to compile it)."""
+        there is nothing compiled for their layout (after starting to compile it, if the
+        compiler admits it: see gt.runtime.compiler). `runs`: the program's runs so far,
+        by every session; `session`: the one running it now."""
         if not self.eager_regions:
             return None, False
         try:
@@ -51,9 +54,9 @@ class CompiledProgram:
             return None, False
         layout = self.layouts.get(key)
         if layout is None:
-            if len(self.layouts) >= MAX_LAYOUTS:
+            if len(self.layouts) >= MAX_LAYOUTS or not self.compiler.admits(session, runs):
                 return None, False
-            layout = self.layouts[key] = _Layout()
+            layout = self.layouts[key] = _Layout(session)
         if layout.driver is not None:
             return layout.driver, layout.compiled
         if layout.futures is None:
@@ -61,6 +64,7 @@ class CompiledProgram:
         if all(future.done() for future in layout.futures.values()):
             layout.compiled = any(not f.exception() for f in layout.futures.values())
             layout.driver = self._driver(layout)
+            self.compiler.used(layout.session, layout)
             self.compiler.programs_compiled += layout.compiled
             return layout.driver, layout.compiled
         return None, False
@@ -84,6 +88,7 @@ class CompiledProgram:
             layout.futures = {id(region): self.compiler.submit(self.steps, region,
                                                                examples[id(region)], self.backend)
                               for region in self.order if isinstance(region, Region)}
+            self.compiler.watch(layout.session, layout, list(layout.futures.values()))
             return results
         return probe
 
@@ -105,9 +110,10 @@ class CompiledProgram:
 
 
 class _Layout:
-    __slots__ = ('futures', 'driver', 'compiled')
+    __slots__ = ('session', 'futures', 'driver', 'compiled', '__weakref__')
 
-    def __init__(self) -> None:
+    def __init__(self, session: int) -> None:
+        self.session = session  # whose run started its compile
         self.futures: dict | None = None  # region id -> Future of its compiled callable
         self.driver: Callable | None = None
         self.compiled = False  # whether any region of the driver is compiled

@@ -10,6 +10,17 @@ guard that fails on the worker's thread runs the region eagerly instead of recom
 
 A compile that fails leaves its region eager: the first failure on a worker prints one
 warning to stderr; `GT_DEBUG_COMPILE=1` prints every compile and every failure in full.
+
+Compiling is bounded by what comes back. A loop over changing shapes (a sequence growing
+by one a step) makes a new program, or a new layout of one, at every length: each is hot
+after two runs, and compiling each would keep the worker compiling for ever, for forms
+that never run. So a session's new layout starts compiling only while fewer than
+`MAX_PENDING_LAYOUTS` of the session's layouts wait for their compiles, and fewer than
+`MAX_UNUSED_LAYOUTS` of them sit compiled and unused (ready, and not run since). A
+deferred layout asks again at its program's next run; past the unused bound, only a
+program that keeps coming back (`PERSISTENT_RUNS` runs) is compiled. The bounds are per
+session, so that one session's loop, or the programs a finished script left unused, never
+hold back another's compiles.
 """
 
 import os
@@ -18,6 +29,8 @@ import sys
 import threading
 import time
 import traceback
+import weakref
+from collections import Counter
 from concurrent.futures import Future
 from typing import Any
 
@@ -29,6 +42,9 @@ from gt.runtime.compile_helper import CompileHelper
 from gt.runtime.regions import Region
 
 CLOSE_SECONDS = 3.0  # a cheap backend's compile under way ends well within this
+MAX_PENDING_LAYOUTS = 4
+MAX_UNUSED_LAYOUTS = 4
+PERSISTENT_RUNS = 16
 
 
 def debugging() -> bool:
@@ -49,6 +65,48 @@ class Compiler:
         self.compiled_runs = 0  # runs that used them
         self.warned = False
         self.building = 0  # Inductor requests queued or under way: the helper is busy
+        # Per session: its layouts whose regions are not all compiled yet, and those
+        # compiled and not run since (weakly: a program the worker forgets takes its own).
+        self.layouts_pending: Counter[int] = Counter()
+        self.unused: dict[int, weakref.WeakSet] = {}
+        self.layouts_deferred = 0  # times a hot layout was not compiled (see the module doc)
+
+    def admits(self, session: int, runs: int) -> bool:
+        """Whether `session`'s new layout of a program that has run `runs` times may
+        start compiling now."""
+        with self.lock:
+            admitted = self.layouts_pending[session] < MAX_PENDING_LAYOUTS and (
+                len(self.unused.get(session, ())) < MAX_UNUSED_LAYOUTS
+                or runs >= PERSISTENT_RUNS)
+            self.layouts_deferred += not admitted
+        return admitted
+
+    def watch(self, session: int, layout: Any, futures: list[Future]) -> None:
+        """Count `session`'s `layout` pending until all its regions' `futures` are done,
+        then unused until `used`."""
+        left = [len(futures)]
+
+        def one_done(_: Future) -> None:
+            with self.lock:
+                left[0] -= 1
+                if left[0] == 0 and session in self.layouts_pending:
+                    self.layouts_pending[session] -= 1
+                    self.unused.setdefault(session, weakref.WeakSet()).add(layout)
+
+        with self.lock:
+            self.layouts_pending[session] += 1
+        for future in futures:
+            future.add_done_callback(one_done)
+
+    def used(self, session: int, layout: Any) -> None:
+        """`session`'s `layout` ran compiled (or its compiles failed and it ran on)."""
+        with self.lock:
+            self.unused.get(session, set()).discard(layout)
+
+    def end_session(self, session: int) -> None:
+        with self.lock:
+            self.layouts_pending.pop(session, None)
+            self.unused.pop(session, None)
 
     def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Future:
         """Compile `region` for inputs laid out as `examples` (real inputs it ran with:
@@ -70,7 +128,8 @@ class Compiler:
         return {'compiled_programs': self.programs_compiled,
                 'compiled_regions': self.regions_compiled,
                 'compiled_runs': self.compiled_runs, 'compile_seconds': round(self.seconds, 3),
-                'compile_failures': self.failures, 'compiles_pending': self.pending}
+                'compile_failures': self.failures, 'compiles_pending': self.pending,
+                'compiles_deferred': self.layouts_deferred}
 
     def close(self) -> None:
         """Stop compiling: queued requests are dropped, and a compile under way is waited

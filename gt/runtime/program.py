@@ -101,7 +101,7 @@ class Program:
                                       reuse_buffers=True)
         fast, is_compiled = self.generated, False
         if self.compiled is not None and self.runs >= self.compiled.first_run:
-            runner, is_compiled = self.compiled.runner(inputs)
+            runner, is_compiled = self.compiled.runner(inputs, self.runs, context.session)
             fast = runner or fast
         if fast is not None:
             try:

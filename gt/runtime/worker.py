@@ -341,6 +341,8 @@ class Worker:
         self.exchange.drop_session(message.session)
         self.contexts.pop(message.session, None)
         self.errors.pop(message.session, None)
+        if self.compiler is not None:
+            self.compiler.end_session(message.session)
 
     def report_stats(self, message: StatsRequest, frames: list) -> None:
         """After the work sent before it, to the end on the device: a stats request is the

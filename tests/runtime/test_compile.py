@@ -19,7 +19,7 @@ from gt_test_support import connected, run_script
 import gt
 import gt.nn as nn
 import gt.nn.functional as F
-from gt.runtime import aot_package
+from gt.runtime import aot_package, compiler
 
 STEPS_AFTER_COMPILED = 3
 
@@ -174,7 +174,52 @@ def test_a_compile_signal_compiles_the_nodes_in_its_scope(cluster, monkeypatch, 
         gt.debug.print_worker_stats()
         shown = capsys.readouterr().out
         assert re.search(r'compiled \d+ programs \(\d+ regions\) in [0-9.]+ s, 0 failed, '
-                         r'0 pending, [1-9]\d* runs used them', shown), shown
+                         r'0 pending, 0 deferred, [1-9]\d* runs used them', shown), shown
+
+
+def test_changing_shapes_compile_a_few_forms_then_only_programs_that_come_back(
+        start_cluster, monkeypatch):
+    """A sequence growing by one a step makes a new program at each length, hot after two
+    runs and never run again: compiling stops after a few, and starts again for a
+    program that keeps running, and for another session."""
+    private = start_cluster(workers=1)  # a compiler of its own: counts start at zero
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
+    w = torch.randn(8, 8)
+    with connected(private.address):
+        gw = gt.tensor(w)
+        gt.sync()  # in a program of its own, not the first length's
+        for length in range(2, 40):
+            x = torch.randn(length, 8)
+            for _ in range(2):  # the reshape's target makes each length a program of its own
+                got = (gt.tensor(x) @ gw).tanh().reshape(length * 8) * 2
+                torch.testing.assert_close(got.data, (x @ w).tanh().reshape(length * 8) * 2)
+        wait_for_compiles()
+        stats = worker_stats()[0]
+        started = stats['compiled_regions'] + stats['compile_failures']
+        assert 0 < started <= compiler.MAX_UNUSED_LAYOUTS + compiler.MAX_PENDING_LAYOUTS, stats
+        assert stats['compiles_deferred'] >= 38 - started, stats
+
+        x = torch.randn(5, 8)
+        for run in range(1, compiler.PERSISTENT_RUNS + 10):
+            got = (gt.tensor(x) @ gw).relu().sum(0) * 3
+            torch.testing.assert_close(got.data, (x @ w).relu().sum(0) * 3)
+            if total('compiled_runs'):
+                break
+        assert compiler.PERSISTENT_RUNS < run, worker_stats()
+        assert total('compiled_runs') > 0, worker_stats()
+
+    with connected(private.address):  # another session's budget is its own
+        before = total('compiled_runs')
+        gw = gt.tensor(w)
+        gt.sync()
+        for run in range(1, compiler.PERSISTENT_RUNS):
+            got = (gt.tensor(x) @ gw).sigmoid().sum(1)
+            torch.testing.assert_close(got.data, (x @ w).sigmoid().sum(1))
+            if total('compiled_runs') > before:
+                break
+            time.sleep(0.1)  # an eager compile takes a fraction of a second
+        assert total('compiled_runs') > before, worker_stats()
 
 
 def train(steps: int) -> list[float]:
