@@ -161,6 +161,11 @@ def steady(name: str, other: Trainer, label: str, reference: Trainer | None = No
     while reference.steps < other.steps:  # in step, for the loss check (and warm)
         reference.window()
     torch_seconds, other_seconds = alternating(reference.window, other.window, REPEATS, WARMUP)
+    # alternating's untimed settling runs as many windows as fit in its time: catch up
+    while reference.steps < other.steps:
+        reference.window()
+    while other.steps < reference.steps:
+        other.window()
     return {'torch': torch_seconds / STEPS, 'other': other_seconds / STEPS,
             'check': loss_check(label, other, reference)}
 
