@@ -89,6 +89,12 @@ class PendingFragment:
         self.literals: list = []
         self.locations: list = []
 
+    def add_external(self, value_id: int) -> int:
+        """Name a value from outside the fragment as its next external input."""
+        index = self.external_index[value_id] = len(self.externals)
+        self.externals.append(value_id)
+        return index
+
 
 class Client:
     def __init__(self, endpoint: str, wait_for_workers: int = 1,
@@ -195,10 +201,7 @@ class Client:
                 refs.append(value_id - base)
             else:
                 index = pending.external_index.get(value_id)
-                if index is None:
-                    index = pending.external_index[value_id] = len(pending.externals)
-                    pending.externals.append(value_id)
-                refs.append(-1 - index)
+                refs.append(-1 - (pending.add_external(value_id) if index is None else index))
         pending.records.append((op, refs, attrs, scope))
         pending.locations.append(location or user_location())
         first = self.next_id
@@ -218,18 +221,12 @@ class Client:
             left_ref = left - base
         else:
             index = known.get(left)
-            if index is None:
-                index = known[left] = len(pending.externals)
-                pending.externals.append(left)
-            left_ref = -1 - index
+            left_ref = -1 - (pending.add_external(left) if index is None else index)
         if right >= base:
             right_ref = right - base
         else:
             index = known.get(right)
-            if index is None:
-                index = known[right] = len(pending.externals)
-                pending.externals.append(right)
-            right_ref = -1 - index
+            right_ref = -1 - (pending.add_external(right) if index is None else index)
         pending.records.append((op, [left_ref, right_ref], NO_ATTRS, scope))
         pending.locations.append(user_location())
         first = self.next_id
