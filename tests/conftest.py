@@ -407,14 +407,20 @@ class ShardedRerun:
             cwd=os.path.dirname(TESTS), start_new_session=True)
         self.deadline = time.monotonic() + SHARDED_RERUN_SECONDS
 
-    def result(self) -> ScriptResult:
-        """How the re-run ended, once it has (killed at its deadline)."""
+    def wait(self) -> None:
+        """Until the re-run ends (killed at its deadline)."""
+        if self.process.poll() is not None:
+            return
         try:
             self.process.wait(max(0.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.stop()
             self.output.write(f'\nthe sharded re-run ran longer than {SHARDED_RERUN_SECONDS} s '
                               'and was killed\n')
+
+    def result(self) -> ScriptResult:
+        """How the re-run ended, once it has."""
+        self.wait()
         self.output.seek(0)
         return ScriptResult(self.process.returncode, self.output.read(), '')
 
@@ -439,7 +445,7 @@ def pytest_collection_finish(session) -> None:
 def pytest_runtest_setup(item) -> None:
     """Before a tests/runtime test's fixtures, and outside its time limit."""
     if sharded_rerun is not None and str(item.path).startswith(RUNTIME_TESTS):
-        sharded_rerun.result()
+        sharded_rerun.wait()
 
 
 def pytest_sessionfinish(session) -> None:
@@ -448,7 +454,7 @@ def pytest_sessionfinish(session) -> None:
 
 
 # ---- a guard against hangs ------------------------------------------------------------------
-RUNTIME_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'runtime')
+RUNTIME_TESTS = os.path.join(TESTS, 'runtime')
 DEFAULT_TIME_LIMIT = 120.0
 
 

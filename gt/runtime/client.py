@@ -53,13 +53,13 @@ from gt.runtime.session_errors import (
 )
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
+# The attrs of every op recorded without any: one shared dict, since recorded ops are
+# never changed after, rather than one allocation per op in elementwise loops.
+NO_ATTRS: dict = {}
 # Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
 # the workers are idle then: a step cut in two costs a message and a program more than
 # its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
 # 1.7-2.1 ms with a 32-op head), and its pieces compile as regions of their own.
-# The attrs of every op recorded without any: one shared dict, since recorded ops are
-# never changed after, rather than one allocation per op in elementwise loops.
-NO_ATTRS: dict = {}
 FRAGMENT_LIMIT = int(os.environ.get('GT_FRAGMENT_LIMIT', '256'))
 SILENCE_SECONDS = float(os.environ.get('GT_TIMEOUT', '10'))  # no sign of life: give up
 PING_SECONDS = 1.0

@@ -1,7 +1,8 @@
 """Compiling hot programs on real workers: GT_AUTO_COMPILE, GT_COMPILE and `compile: true`
 give torch's numbers, runs go on while compiles run, a failing compile falls back with
-one warning, sessions share compiled programs, programs with moves compile, and
-Inductor's packages survive a worker restart. torch is the oracle throughout.
+one warning, changing shapes compile within bounds, sessions share compiled programs,
+programs with moves compile, and Inductor's packages survive a worker restart. torch is
+the oracle throughout.
 
 Most tests use torch's cheap `eager` and `aot_eager` backends; the Inductor test
 compiles for real (tens of seconds on a loaded 2-core machine)."""
