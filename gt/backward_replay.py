@@ -22,7 +22,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from gt.ir import OPS
-from gt.runtime.client import NO_ATTRS
+from gt.runtime.fragment import NO_ATTRS
 from gt.runtime.locations import user_location
 from gt.signal import current_scope
 

@@ -24,7 +24,7 @@ import zmq
 from gt import config
 from gt.runtime import compile_settings, curve, diagnostics, shared_memory
 from gt.runtime.fetched import assemble
-from gt.runtime.fragment import encode_structure
+from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
 from gt.runtime.protocol import (
@@ -53,9 +53,6 @@ from gt.runtime.session_errors import (
 )
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
-# The attrs of every op recorded without any: one shared dict, since recorded ops are
-# never changed after, rather than one allocation per op in elementwise loops.
-NO_ATTRS: dict = {}
 # Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
 # the workers are idle then: a step cut in two costs a message and a program more than
 # its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
@@ -72,28 +69,6 @@ ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 turns it off.
 AUTO_SHARD_ELEMENTS = int(os.environ.get('GT_AUTO_SHARD_ELEMENTS', '262144'))
-
-
-class PendingFragment:
-    __slots__ = ('base', 'records', 'externals', 'external_index', 'dropped', 'data',
-                 'data_headers', 'literals', 'locations')
-
-    def __init__(self, base: int):
-        self.base = base
-        self.records: list = []
-        self.externals: list[int] = []
-        self.external_index: dict[int, int] = {}
-        self.dropped: set[int] = set()
-        self.data: list = []
-        self.data_headers: list = []
-        self.literals: list = []
-        self.locations: list = []
-
-    def add_external(self, value_id: int) -> int:
-        """Name a value from outside the fragment as its next external input."""
-        index = self.external_index[value_id] = len(self.externals)
-        self.externals.append(value_id)
-        return index
 
 
 class Client:

@@ -64,7 +64,7 @@ class CompiledProgram:
         if all(future.done() for future in layout.futures.values()):
             layout.compiled = any(not f.exception() for f in layout.futures.values())
             layout.driver = self._driver(layout)
-            self.compiler.used(layout.session, layout)
+            self.compiler.used(layout)
             self.compiler.programs_compiled += layout.compiled
             return layout.driver, layout.compiled
         return None, False
@@ -88,7 +88,7 @@ class CompiledProgram:
             layout.futures = {id(region): self.compiler.submit(self.steps, region,
                                                                examples[id(region)], self.backend)
                               for region in self.order if isinstance(region, Region)}
-            self.compiler.watch(layout.session, layout, list(layout.futures.values()))
+            self.compiler.watch(layout, list(layout.futures.values()))
             return results
         return probe
 

@@ -81,10 +81,10 @@ class Compiler:
             self.layouts_deferred += not admitted
         return admitted
 
-    def watch(self, session: int, layout: Any, futures: list[Future]) -> None:
-        """Count `session`'s `layout` pending until all its regions' `futures` are done,
-        then unused until `used`."""
-        left = [len(futures)]
+    def watch(self, layout: Any, futures: list[Future]) -> None:
+        """Count `layout` (of `layout.session`) pending until all its regions' `futures`
+        are done, then unused until `used`."""
+        session, left = layout.session, [len(futures)]
 
         def one_done(_: Future) -> None:
             with self.lock:
@@ -98,10 +98,10 @@ class Compiler:
         for future in futures:
             future.add_done_callback(one_done)
 
-    def used(self, session: int, layout: Any) -> None:
-        """`session`'s `layout` ran compiled (or its compiles failed and it ran on)."""
+    def used(self, layout: Any) -> None:
+        """`layout` ran compiled (or its compiles failed and it ran on)."""
         with self.lock:
-            self.unused.get(session, set()).discard(layout)
+            self.unused.get(layout.session, set()).discard(layout)
 
     def end_session(self, session: int) -> None:
         with self.lock:

@@ -12,6 +12,36 @@ import msgpack
 from gt.ir import OPS, Graph, Node, Value
 from gt.ir.placement import Placement
 
+# The attrs of every op recorded without any: one shared dict, since recorded ops are
+# never changed after, rather than one allocation per op in elementwise loops.
+NO_ATTRS: dict = {}
+
+
+class PendingFragment:
+    """The fragment a client is recording: its ops in canonical form, the client ids of its
+    external inputs, and what travels with it (data, literals, values dropped before the
+    flush, and where the user recorded each op)."""
+
+    __slots__ = ('base', 'records', 'externals', 'external_index', 'dropped', 'data',
+                 'data_headers', 'literals', 'locations')
+
+    def __init__(self, base: int):
+        self.base = base
+        self.records: list = []
+        self.externals: list[int] = []
+        self.external_index: dict[int, int] = {}
+        self.dropped: set[int] = set()
+        self.data: list = []
+        self.data_headers: list = []
+        self.literals: list = []
+        self.locations: list = []
+
+    def add_external(self, value_id: int) -> int:
+        """Name a value from outside the fragment as its next external input."""
+        index = self.external_index[value_id] = len(self.externals)
+        self.externals.append(value_id)
+        return index
+
 
 class FragmentError(ValueError):
     """A fragment the dispatcher cannot build: bad op, bad operand or ill-typed."""
