@@ -1,16 +1,28 @@
 """torch.nn's recurrent layers `RNN`, `LSTM` and `GRU`: multi-layer, optionally
 bidirectional, with torch's arguments, parameter names and order (so state dicts load both
-ways), initialization (same seed, same weights), checks and output shapes. The sequence
-is unrolled in Python over the steps of gt/nn/recurrent_cells.py: GT records lazily, so a
-whole sequence is one fragment and its gradients come from the ops' own rules.
-A packed sequence (gt/nn/utils/rnn.py) runs padded, each sequence's state kept past its
-end (`where` on a mask), and its output is packed again.
+ways), initialization (same seed, same weights), checks and output shapes.
+
+A padded batch runs as one call of torch's kernel by name (`torch.lstm`, `torch.gru`,
+`torch.rnn_tanh`, `torch.rnn_relu`), its gradient the call's vector-Jacobian product
+(gt/ir/ops/torch_calls.py), and a batch sharded over workers stays sharded
+(gt/ir/recurrent_sharding.py). Unrolled, a step was a dozen nodes to record, plan and run;
+an LSTM language model's training step took 5x torch's time, and now about 2x. The cost:
+a gradient of that gradient (`create_graph=True`) is refused, as for any function run by
+name.
+
+Two cases are unrolled in Python over the steps of gt/nn/recurrent_cells.py, whose
+gradients come from the ops' own rules: dropout between layers in training (the masks
+are the session generator's draws, so a seed gives torch's), and a packed sequence
+(gt/nn/utils/rnn.py), which runs padded, each sequence's state kept past its end (`where`
+on a mask), and its output packed again (torch's packed kernel wants `batch_sizes` in host
+memory, where a GPU worker's tensors are not).
 """
 
 import numbers
 import warnings
 from typing import Any
 
+from gt import fallback
 from gt.creation import tensor, zeros
 from gt.functional import cat, stack, where
 from gt.nn import functional as F
@@ -21,6 +33,9 @@ from gt.nn.utils.rnn import PackedSequence, pack_steps, pad_steps
 from gt.tensor import Tensor
 
 State = Tensor | tuple[Tensor, Tensor]
+# torch's kernel for each mode, run by name on the worker.
+FUSED = {'LSTM': 'torch.lstm', 'GRU': 'torch.gru', 'RNN_TANH': 'torch.rnn_tanh',
+         'RNN_RELU': 'torch.rnn_relu'}
 
 
 class RNNBase(Module):
@@ -201,6 +216,10 @@ class RNNBase(Module):
         """A time-first batched sequence: its output and the final states."""
         self._check_forward_args(sequence, states)
         depth, batch, sizes = self._state_sizes(sequence)
+        if batch_sizes is None and not self._drops_between_layers():
+            return self._fused(sequence, [
+                zeros(depth, batch, size, dtype=sequence.dtype) if state is None else state
+                for state, size in zip(states, sizes)])
         per_layer = []
         for index, state in enumerate(states):
             if state is None:
@@ -212,6 +231,21 @@ class RNNBase(Module):
         if len(states) == 2:
             return output, [stack([state[index] for state in finals], 0) for index in (0, 1)]
         return output, [stack(finals, 0)]
+
+    def _drops_between_layers(self) -> bool:
+        return self.training and self.dropout > 0 and self.num_layers > 1
+
+    def _fused(self, sequence: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        """The whole layer stack as one call of torch's own kernel (`torch.lstm` and kin),
+        whose gradient is its vector-Jacobian product: one node for what unrolled is
+        dozens per step. It never drops (`train` only enables dropout, and cuDNN's
+        backward, which refuses to run after an evaluation-mode forward)."""
+        initial = tuple(states) if len(states) == 2 else states[0]
+        weights = [getattr(self, name) for name in self._flat_weights_names]
+        output, *finals = fallback.call(FUSED[self.mode], (
+            sequence, initial, weights, self.bias, self.num_layers, 0.0, True,
+            self.bidirectional, False), {})
+        return output, finals
 
     def _forward_packed(self, packed: PackedSequence, states: list[Tensor | None]
                         ) -> tuple[PackedSequence, list[Tensor]]:

@@ -1,7 +1,8 @@
 """RNN, LSTM, GRU and their cells against torch.nn: outputs, final states and the gradients
 of inputs, initial states and parameters with torch's weights; repr, state_dict keys and
-order, initialization (torch's draws after the same seed), dropout between layers,
-torch's errors, and a small LSTM language model trained a few steps."""
+order, initialization (torch's draws after the same seed), a layer stack recorded as one
+call of torch's kernel, dropout between layers, torch's errors, and a small LSTM language
+model trained a few steps."""
 
 import pytest
 import torch
@@ -117,6 +118,30 @@ def test_lstm_with_projection(layout, with_state):
     depth = 4 if layout.get('bidirectional') else 1
     state = initial_state('LSTM', depth, (BATCH,), 2, HIDDEN) if with_state else None
     check_recurrent(mine, theirs, input, state)
+
+
+@pytest.mark.parametrize('mode', MODES, ids=mode_id)
+def test_a_layer_stack_is_one_call_of_torchs_kernel_unless_it_drops(mode):
+    """However long the sequence, the stack records one node that runs torch's kernel
+    (`torch.lstm` and kin) and one for its gradient, not ops per step. With dropout in
+    training it is unrolled: the masks between layers are the session generator's draws
+    (test_training_dropout_draws_torchs_mask_after_the_same_seed). A gradient of the
+    gradient is refused, naming the kernel."""
+    name, options = mode
+    layer = getattr(nn, name)(INPUT, HIDDEN, num_layers=2, dropout=0.5, **options).eval()
+    x = gt.tensor(randn(40, BATCH, INPUT), requires_grad=True)
+    output = layer(x)[0]
+    (output * 2).sum().backward()
+    ir = gt.debug.dump_ir(show=False)
+    kernel = 'torch.' + (name.lower() if name != 'RNN' else
+                         'rnn_' + options.get('nonlinearity', 'tanh'))
+    assert ir.count('= torch_call(') == 1 and ir.count('= torch_vjp(') == 1, ir
+    assert ir.count(f'fn={kernel},') == 2, ir
+    assert ir.count(' = ') < 40, ir  # unrolled, 40 steps would be hundreds of nodes
+    with pytest.raises(NotImplementedError, match=f'gradient of {kernel} '):
+        gt.autograd.grad(layer(x)[0].sum(), x, create_graph=True)  # the price of one node
+    layer.train()(x)[0].sum().backward()
+    assert 'torch_call(' not in gt.debug.dump_ir(show=False)
 
 
 CELLS = [('RNNCell', {}), ('RNNCell', {'nonlinearity': 'relu'}), ('LSTMCell', {}),

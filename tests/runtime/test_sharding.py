@@ -1,7 +1,8 @@
 """Sharding on real processes, checked against torch: data-parallel training equal to one
 worker's, uneven and automatic shards, pipelines whose gradients run on other workers,
 every family of sharding rules, optimizer state on the shards, copies kept after a
-move, and random draws made only where their values go."""
+move, random draws made only where their values go, and layers (attention, layer norm,
+recurrent) that stay on a sharded batch."""
 
 import numpy as np
 import pytest
@@ -401,3 +402,38 @@ def test_layer_norm_and_its_gradient_stay_on_a_sharded_batch(four):
     expected = [t_loss, t_normalized, tx.grad] + [p.grad for p in reference.parameters()]
     for got, want in zip(values, expected):
         torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.time_limit(90)
+@pytest.mark.parametrize('name', ['LSTM', 'GRU'])
+def test_a_recurrent_layer_and_its_gradient_stay_on_a_sharded_batch(four, name):
+    """gt.nn's recurrent layers are one call of torch's kernel, which has a sharding rule:
+    a batch sharded over 4 workers runs where it lives (each worker its sequences), the
+    input's gradient stays sharded and the weights' are partial sums, equal to torch's."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    generator = torch.Generator().manual_seed(6)
+    inputs = torch.randn(32, 6, 6, generator=generator)  # big beside the weights: they move
+    reference = getattr(torch.nn, name)(6, 5, num_layers=2, bidirectional=True,
+                                        batch_first=True)
+    with connected(four.address):
+        layer = getattr(gt.nn, name)(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        layer.load_state_dict(reference.state_dict())
+        with gt.signal.context('batch'):
+            x = gt.signal.tensor(gt.from_numpy(inputs.numpy()), name='batch').requires_grad_()
+        output, _ = layer(x)
+        forward_ir = gt.debug.dump_ir(show=False)
+        output.tanh().sum().backward()
+        backward_ir = gt.debug.dump_ir(show=False)
+        values = [output.data, x.grad.data] + [p.grad.data for p in layer.parameters()]
+    workers = 'w0,w1,w2,w3'
+    states = 2 if name == 'LSTM' else 1
+    assert _placements_made(forward_ir, 'torch_call') == [[f'S1@{workers}'] * (1 + states)], \
+        forward_ir
+    made = _placements_made(backward_ir, 'torch_vjp')
+    assert made == [[f'S1@{workers}'] + [f'P:sum@{workers}'] * 16], backward_ir
+    tx = inputs.clone().requires_grad_()
+    t_output, _ = reference(tx)
+    t_output.tanh().sum().backward()
+    expected = [t_output, tx.grad] + [p.grad for p in reference.parameters()]
+    for got, want in zip(values, expected):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)
