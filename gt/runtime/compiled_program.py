@@ -32,7 +32,7 @@ class CompiledProgram:
         self.compiler = compiler
         rows = [OPS[step.op] for step in steps]
         marked = None if marked is None else set(marked)
-        compilable = [not (row.takes_context or row.effects or row.random)
+        compilable = [row.traced and not (row.takes_context or row.effects or row.random)
                       and (marked is None or index in marked)
                       for index, row in enumerate(rows)]
         hoistable = [row.source and not (row.random or row.effects) for row in rows]

@@ -1,7 +1,8 @@
 """Compiling hot programs on real workers: GT_AUTO_COMPILE, GT_COMPILE and `compile: true`
 give torch's numbers, runs go on while compiles run, a failing compile falls back with
 one warning, changing shapes compile within bounds, sessions share compiled programs,
-programs with moves compile, and Inductor's packages survive a worker restart. torch is
+programs with moves compile, and Inductor's packages survive a worker restart (with a
+step whose gradient of a function run by name stays eager between regions). torch is
 the oracle throughout.
 
 Most tests use torch's cheap `eager` and `aot_eager` backends; the Inductor test
@@ -34,13 +35,15 @@ def total(key: str) -> float:
 
 
 def mlp(library):
+    """SiLU is a torch function GT runs by name: its gradient is a `torch_vjp`, which runs
+    eagerly between the compiled regions (torch.export refuses it)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(),
+    model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.SiLU(),
                                 torch.nn.Linear(16, 16), torch.nn.GELU(),
                                 torch.nn.Linear(16, 4))
     if library is torch:
         return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    ported = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.GELU(),
+    ported = nn.Sequential(nn.Linear(12, 16), nn.SiLU(), nn.Linear(16, 16), nn.GELU(),
                            nn.Linear(16, 4))
     ported.load_state_dict(model.state_dict())
     return ported, nn.SGD(ported.parameters(), lr=0.05, momentum=0.9)
@@ -446,6 +449,7 @@ def test_inductor_compiles_beside_running_steps_and_its_packages_survive_a_resta
         assert len(waiting) >= 2, 'expected steps to run while the compile was pending'
         first_compile = total('compile_seconds')
         assert total('compile_failures') == 0
+        assert '= torch_vjp(' in gt.debug.dump_ir(show=False)  # what once failed to export
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)
     private.stop()
     # The worker called those packages through their loader, skipping torch's pytree

@@ -1,7 +1,7 @@
-"""Every pure op of the op table (neither creation, nor a move, nor with effects: what a
-compiled program puts in regions) gives the same results in a compiled worker program as
-in an uncompiled one, with torch.compile's cheap `eager` and `aot_eager` backends, in this
-process, and leaves its inputs as they were.
+"""Every pure op of the op table (neither creation, nor a move, nor with effects, nor
+marked `traced=False`: what a compiled program puts in regions) gives the same results
+in a compiled worker program as in an uncompiled one, with torch.compile's cheap `eager`
+and `aot_eager` backends, in this process, and leaves its inputs as they were.
 
 The samples are the op tests' own: the `check_op` calls of tests/ir/test_ops_*.py,
 collected by running those tests (every parametrization) with a recorder in its place,
@@ -40,7 +40,7 @@ SAMPLE_MODULES = ['test_ops_elementwise', 'test_ops_indexing', 'test_ops_reducti
                   'test_ops_shapes', 'test_ops_torch_calls', 'test_ops_normalization']
 ENGINE = TorchEngine('cpu')
 PURE = [name for name, row in OPS.items()
-        if not (row.source or row.communication or row.effects or row.random)]
+        if row.traced and not (row.source or row.communication or row.effects or row.random)]
 BACKENDS = ['eager', 'aot_eager']
 
 

@@ -43,6 +43,7 @@ class OpDef:
     placed_by_signal: bool = False  # its output is placed by its signal, as created values are
     context: bool = False  # takes a RunContext though it creates nothing (torch_random)
     grad_of_grad: bool = True  # its gradient is differentiable again (create_graph)
+    traced: bool = True  # joins compiled regions; False: runs eagerly between them
 
     @property
     def takes_context(self) -> bool:

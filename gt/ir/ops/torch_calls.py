@@ -362,47 +362,27 @@ def _vjp_type(types, fn, args, kwargs, n_inputs, wants, differentiable, sizes=No
 
 
 def _torch_vjp(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, sizes=None):
-    """Reverse mode on the recomputed call. Run eagerly, by torch's autograd engine: the
-    transform of `torch.func.vjp` wraps every op of the call, and a call of many small
-    ops (torch.lstm over a sequence) took 2.6x as long through it. Traced for a compiled
-    region, by `torch.func.vjp`, which the compiler follows (autograd.grad it cannot)."""
+    """Reverse mode by torch's autograd engine on the recomputed call. Not by
+    `torch.func.vjp`: its transform wraps every op of the call, and a call of many small
+    ops (torch.lstm over a sequence) took 2.6x as long through it. Never traced for a
+    compiled region (`traced=False`): torch.export refused both forms, so the regions
+    around it are compiled and it runs between them."""
     primals, cotangents = list(tensors[:n_inputs]), tensors[n_inputs:]
     with torch.inference_mode(False), torch.enable_grad():
         # Inference tensors can be neither saved for backward nor updated in place (a
         # batch norm's running stats): the call sees ordinary copies of every input.
         primals = [p.clone() if isinstance(p, torch.Tensor) else p for p in primals]
-        cotangents = [c.clone() for c in cotangents]
-        vjp = _traced_vjp if torch.compiler.is_compiling() else _autograd_vjp
-        grads = vjp(fn, args, kwargs, primals, cotangents, wants, differentiable)
+        chosen = [primals[i].requires_grad_() for i in wants]
+        outputs = flatten(call(fn, primals, args, kwargs))
+        # An output that does not depend on the chosen inputs contributes nothing.
+        pairs = [(outputs[i], c.clone()) for i, c in zip(differentiable, cotangents)
+                 if outputs[i].requires_grad]
+        grads = torch.autograd.grad([o for o, _ in pairs], chosen, [c for _, c in pairs],
+                                    allow_unused=True) if pairs else [None] * len(chosen)
     # A gradient torch knows is zero comes back as None or a ZeroTensor (no storage).
-    grads = tuple(torch.zeros_like(primals[i]) if g is None or g._is_zerotensor() else g
-                  for g, i in zip(grads, wants))
+    grads = tuple(torch.zeros_like(primals[i]) if g is None or g._is_zerotensor()
+                  else g.detach() for g, i in zip(grads, wants))
     return grads[0] if len(grads) == 1 else grads
-
-
-def _autograd_vjp(fn, args, kwargs, primals, cotangents, wants, differentiable):
-    chosen = [primals[i].requires_grad_() for i in wants]
-    outputs = flatten(call(fn, primals, args, kwargs))
-    # An output that does not depend on the chosen inputs contributes nothing.
-    pairs = [(outputs[i], c) for i, c in zip(differentiable, cotangents)
-             if outputs[i].requires_grad]
-    if not pairs:
-        return [None] * len(chosen)
-    grads = torch.autograd.grad([o for o, _ in pairs], chosen, [c for _, c in pairs],
-                                allow_unused=True)
-    return [None if g is None else g.detach() for g in grads]
-
-
-def _traced_vjp(fn, args, kwargs, primals, cotangents, wants, differentiable):
-    def function(*chosen):
-        inputs = list(primals)
-        for index, tensor in zip(wants, chosen):
-            inputs[index] = tensor
-        outputs = flatten(call(fn, inputs, args, kwargs))
-        return tuple(outputs[i] for i in differentiable)
-
-    _, pullback = torch.func.vjp(function, *[primals[i] for i in wants])
-    return pullback(tuple(cotangents))
 
 
 def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
@@ -437,5 +417,5 @@ ROWS = [
     OpDef('torch_factory', _factory_type, _torch_factory, _numpy_factory, source=True),
     OpDef('torch_sizes', _sizes_type, _torch_sizes, _numpy_sizes),
     OpDef('torch_vjp', _vjp_type, _torch_vjp, _numpy(_torch_vjp),
-          shard=recurrent_sharding.vjp_rule),
+          shard=recurrent_sharding.vjp_rule, traced=False),
 ]
