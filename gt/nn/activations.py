@@ -1,7 +1,8 @@
 """Activation modules beyond the basic ones in layers.py, with torch.nn's arguments and
-repr. Each calls its torch.nn.functional form by name (gt/fallback.py), passing `inplace`
-through: the functional layer decides what an in-place call does to the input. `Softmin`
-and `Softmax2d` are GT's softmax row; `PReLU` holds its slopes as a parameter.
+repr. Each calls its torch.nn.functional form (GT's own row where gt.nn.functional has
+one, else by name through gt/fallback.py), passing `inplace` through: the functional
+layer decides what an in-place call does to the input. `Softmin` and `Softmax2d` are
+GT's softmax row; `PReLU` holds its slopes as a parameter.
 """
 
 import warnings

@@ -1,7 +1,8 @@
 """torch.nn.functional for GT tensors (`import gt.nn.functional as F`): activations,
 `linear`, `dropout`, `layer_norm`, `batch_norm`, `embedding` and the losses, all built
-from op-table ops (`layer_norm` is one, torch's kernel), so their gradients come from the ops' rules
-and they run where their inputs live.
+from op-table ops (`layer_norm` and the activations of gt/ir/ops/activations.py are
+torch's kernels), so their gradients come from the ops' rules and they run where their
+inputs live.
 Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs by name
 (gt/fallback.py).
 """
@@ -54,6 +55,83 @@ def tanh(input: Tensor) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = 'none') -> Tensor:
     return input.gelu(approximate=approximate)
+
+
+def _activation(name: str, input: Tensor, inplace: bool, torch_args: tuple = (),
+                **params: float) -> Tensor:
+    """The activation's row (gt/ir/ops/activations.py) for a floating GT tensor; anything
+    else runs torch's function by name, so an integer input gets torch's result or error.
+    `inplace` rebinds `input` to the result, as `relu` does."""
+    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
+        return call(f'torch.nn.functional.{name}', (input, *torch_args),
+                    {'inplace': inplace} if inplace else {})
+    result = emit(name, input, **params)
+    return input._assign(result) if inplace else result
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _activation('silu', input, inplace)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _activation('mish', input, inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _activation('hardswish', input, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _activation('hardsigmoid', input, inplace)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _activation('leaky_relu', input, inplace, (negative_slope,),
+                       negative_slope=negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _activation('elu', input, inplace, (alpha,), alpha=alpha, scale=1.0,
+                       input_scale=1.0)
+
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's selu is its elu kernel with these constants."""
+    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
+        return _activation('selu', input, inplace)
+    result = emit('elu', input, alpha=SELU_ALPHA, scale=SELU_SCALE, input_scale=1.0)
+    return input._assign(result) if inplace else result
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """torch's celu is its elu kernel with the input scaled by 1/alpha."""
+    if alpha == 0 or not isinstance(input, Tensor) or not input.dtype.is_floating_point:
+        return call('torch.nn.functional.celu', (input, alpha, inplace), {})  # torch's answer
+    result = emit('elu', input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    return input._assign(result) if inplace else result
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return _activation('softplus', input, False, (beta, threshold), beta=beta,
+                       threshold=threshold)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    if min_val > max_val:
+        raise ValueError('min_val cannot be greater than max_val')
+    return _activation('hardtanh', input, inplace, (min_val, max_val), min_val=min_val,
+                       max_val=max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's relu6 is hardtanh(0, 6)."""
+    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
+        return _activation('relu6', input, inplace)
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def softmax(input: Tensor, dim: int, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -254,9 +332,10 @@ def _renormalize_rows(weight: Tensor, input: Tensor, max_norm: float, norm_type:
 
 
 __all__ = [
-    'relu', 'sigmoid', 'tanh', 'gelu', 'softmax', 'log_softmax', 'linear', 'dropout',
-    'layer_norm', 'batch_norm', 'multi_head_attention_forward', 'embedding', 'embedding_bag',
-    'one_hot', 'pad', 'scaled_dot_product_attention', 'mse_loss', 'l1_loss',
+    'relu', 'sigmoid', 'tanh', 'gelu', 'silu', 'mish', 'hardswish', 'hardsigmoid', 'leaky_relu',
+    'elu', 'selu', 'celu', 'softplus', 'hardtanh', 'relu6', 'softmax', 'log_softmax', 'linear',
+    'dropout', 'layer_norm', 'batch_norm', 'multi_head_attention_forward', 'embedding',
+    'embedding_bag', 'one_hot', 'pad', 'scaled_dot_product_attention', 'mse_loss', 'l1_loss',
     'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
     'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout', 'feature_alpha_dropout',
     'gaussian_nll_loss', 'instance_norm', 'gumbel_softmax', 'triplet_margin_with_distance_loss',

@@ -437,3 +437,36 @@ def test_a_recurrent_layer_and_its_gradient_stay_on_a_sharded_batch(four, name):
     expected = [t_output, tx.grad] + [p.grad for p in reference.parameters()]
     for got, want in zip(values, expected):
         torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.time_limit(90)
+def test_activations_and_their_gradients_stay_on_a_sharded_batch(four):
+    """The activation rows (silu, mish, leaky_relu, elu, softplus, hardtanh...) are
+    pointwise: a batch sharded over 4 workers is activated where it lives, and so is the
+    gradient (run by name, as they were, each gathered the batch to one worker)."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    inputs = torch.randn(8, 6, generator=torch.Generator().manual_seed(7)) * 3
+
+    def activated(x, functional):
+        x = functional.silu(x) + functional.mish(x) + functional.hardswish(x)
+        x = functional.leaky_relu(x, 0.1) + functional.elu(x) + functional.selu(x)
+        return functional.softplus(x, beta=2.0) + functional.relu6(x)
+
+    with connected(four.address):
+        with gt.signal.context('batch'):
+            x = gt.signal.tensor(gt.from_numpy(inputs.numpy()), name='batch').requires_grad_()
+        output = activated(x, gt.nn.functional)
+        output.tanh().sum().backward()
+        ir = gt.debug.dump_ir(show=False)
+        values = [output.data, x.grad.data]
+    sharded = ['S0@w0,w1,w2,w3']
+    for row in ('silu', 'mish', 'hardswish', 'leaky_relu', 'softplus', 'hardtanh'):
+        assert _placements_made(ir, row) == [sharded], (row, ir)
+        assert _placements_made(ir, f'{row}_backward') == [sharded], (row, ir)
+    assert _placements_made(ir, 'elu') == [sharded] * 2, ir
+    assert 'torch_call' not in ir and 'gather' not in ir, ir
+    tx = inputs.clone().requires_grad_()
+    t_output = activated(tx, torch.nn.functional)
+    t_output.tanh().sum().backward()
+    for got, want in zip(values, [t_output, tx.grad]):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)
