@@ -2,7 +2,7 @@
 worker's, uneven and automatic shards, pipelines whose gradients run on other workers,
 every family of sharding rules, optimizer state on the shards, copies kept after a
 move, random draws made only where their values go, and layers (attention, layer norm,
-recurrent) that stay on a sharded batch."""
+activations, recurrent, convolutions and poolings) that stay on a sharded batch."""
 
 import numpy as np
 import pytest
@@ -470,3 +470,51 @@ def test_activations_and_their_gradients_stay_on_a_sharded_batch(four):
     t_output.tanh().sum().backward()
     for got, want in zip(values, [t_output, tx.grad]):
         torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.time_limit(90)
+def test_a_cnn_and_its_gradient_stay_on_a_sharded_batch(four):
+    """Convolutions, poolings and group norm run by name with sharding rules of their own:
+    a batch sharded over 4 workers is convolved where it lives, the input's gradient stays
+    sharded and the weights' are partial sums, equal to torch's. An unbatched input's
+    first axis is channels, so it gathers."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    generator = torch.Generator().manual_seed(8)
+    inputs = torch.randn(8, 3, 10, 10, generator=generator)
+    torch.manual_seed(8)
+    reference = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.GroupNorm(2, 6), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.ConvTranspose2d(6, 4, 2, stride=2),
+        torch.nn.AdaptiveAvgPool2d(3))
+    with connected(four.address):
+        model = gt.nn.Sequential(
+            gt.nn.Conv2d(3, 6, 3, padding=1), gt.nn.GroupNorm(2, 6), gt.nn.ReLU(),
+            gt.nn.MaxPool2d(2), gt.nn.ConvTranspose2d(6, 4, 2, stride=2),
+            gt.nn.AdaptiveAvgPool2d(3))
+        model.load_state_dict(reference.state_dict())
+        with gt.signal.context('batch'):
+            x = gt.signal.tensor(gt.from_numpy(inputs.numpy()), name='batch').requires_grad_()
+        output = model(x)
+        output.tanh().sum().backward()
+        ir = gt.debug.dump_ir(show=False)
+        values = [output.data, x.grad.data] + [p.grad.data for p in model.parameters()]
+        unbatched = model[0](gt.from_numpy(inputs[0].numpy()))
+        unbatched_ir = gt.debug.dump_ir(show=False)
+        unbatched_value = unbatched.data
+    sharded, partial = 'S0@w0,w1,w2,w3', 'P:sum@w0,w1,w2,w3'
+    calls = [line for line in ir.splitlines() if '= torch_call(' in line]
+    assert len(calls) == 5 and all(f'<{sharded}> = torch_call(' in c for c in calls), ir
+    # Backward order: the pooling, the transposed convolution, the pooling, the group
+    # norm and the convolution, each with the input's gradient first.
+    with_weights = [sharded, partial, partial]
+    assert _placements_made(ir, 'torch_vjp') == [[sharded], with_weights, [sharded],
+                                                 with_weights, with_weights], ir
+    assert 'R@' in _placements_made(unbatched_ir, 'torch_call')[0][0], unbatched_ir
+    tx = inputs.clone().requires_grad_()
+    t_output = reference(tx)
+    t_output.tanh().sum().backward()
+    expected = [t_output, tx.grad] + [p.grad for p in reference.parameters()]
+    for got, want in zip(values, expected):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(unbatched_value, reference[0](inputs[0]).detach(), rtol=1e-5,
+                               atol=1e-6)

@@ -9,9 +9,9 @@ them from `sizes`, which `torch_sizes` measured on the worker first.
 
 `torch_vjp` is the gradient of a `torch_call`: the vector-Jacobian product of the same
 call by `torch.func.vjp`, for the inputs in `wants`, given cotangents for the floating
-outputs. Sharding: torch's recurrent kernels keep a batch sharded (see
-gt.ir.recurrent_sharding); other calls have no rule, so their inputs are gathered (the
-safe default) until an op earns a row of its own.
+outputs. Sharding: calls whose batch rows are independent (convolutions, poolings,
+torch's recurrent kernels) keep a batch sharded (gt.ir.by_name_sharding); other calls
+have no rule, so their inputs are gathered (the safe default) until an op earns a row.
 """
 
 import contextlib
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from gt.ir import data_dependent, recurrent_sharding, torch_functions
+from gt.ir import by_name_sharding, data_dependent, torch_functions
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
@@ -411,11 +411,11 @@ def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
 
 ROWS = [
     OpDef('torch_call', _call_type, _torch_call, _numpy(_torch_call), grad=_call_grad,
-          grad_of_grad=False, shard=recurrent_sharding.call_rule),
+          grad_of_grad=False, shard=by_name_sharding.call_rule),
     OpDef('torch_random', _random_type, _torch_random, _numpy_random, random=True,
           context=True),
     OpDef('torch_factory', _factory_type, _torch_factory, _numpy_factory, source=True),
     OpDef('torch_sizes', _sizes_type, _torch_sizes, _numpy_sizes),
     OpDef('torch_vjp', _vjp_type, _torch_vjp, _numpy(_torch_vjp),
-          shard=recurrent_sharding.vjp_rule, traced=False),
+          shard=by_name_sharding.vjp_rule, traced=False),
 ]
