@@ -1,8 +1,10 @@
 """`Conv1d/2d/3d` and `ConvTranspose1d/2d/3d` with torch.nn's arguments, parameters,
 initialization and repr. The convolution itself is torch's, run by name on the worker
 (`F.conv2d`, `F.conv_transpose2d`, ... through gt/fallback.py), so values and gradients
-are torch's kernels'. Initialization is torch's `reset_parameters` through gt.nn.init:
-same seed, same weights as torch.
+are torch's kernels' (the gradient `aten.convolution_backward`,
+gt/ir/direct_gradients.py), and a sharded batch stays sharded
+(gt/ir/by_name_sharding.py). Initialization is torch's `reset_parameters` through
+gt.nn.init: same seed, same weights as torch.
 """
 
 import math

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from op_check import check_op, run_source, tensor, torch_context, type_of
 
 from gt.ir import OPS
+from gt.ir.ops import torch_calls
 from gt.ir.torch_arguments import encode
 
 f32, i64, b8 = torch.float32, torch.int64, torch.bool
@@ -97,6 +98,15 @@ def test_data_dependent_calls_measure_then_run(fn, make):
     ('Tensor.topk', lambda: (tensor((3, 5)), 2), {}),
     ('torch.nn.functional.pad', lambda: (tensor((2, 3)), (1, 2)), {'mode': 'reflect'}),
     ('torch.cummax', lambda: (tensor((4, 3)), 0), {}),
+    ('torch.nn.functional.conv2d', lambda: (tensor((4, 4, 7, 7)), tensor((6, 2, 3, 3)),
+                                            tensor((6,))), {'stride': 2, 'padding': 1,
+                                                            'groups': 2}),
+    ('torch.nn.functional.conv_transpose1d', lambda: (tensor((2, 3, 6)), tensor((3, 2, 3))),
+     {'stride': 2, 'output_padding': 1, 'dilation': 2}),
+    ('torch.conv3d', lambda: (tensor((2, 2, 4, 4, 4)), tensor((3, 2, 2, 2, 2))), {}),
+    ('torch.nn.functional.conv2d', lambda: (tensor((2, 3, 5, 5)), tensor((4, 3, 3, 3))),
+     {'padding': 'same'}),
+    ('torch.nn.functional.conv1d', lambda: (tensor((3, 7)), tensor((2, 3, 3))), {}),
 ])
 def test_torch_vjp_matches_autograd(fn, make, kwargs):
     args = make()
@@ -111,6 +121,27 @@ def test_torch_vjp_matches_autograd(fn, make, kwargs):
     attrs.update(n_inputs=len(inputs), wants=list(range(len(inputs))), differentiable=floating)
     check_op('torch_vjp', [*inputs, *cotangents], attrs,
              expected[0] if len(expected) == 1 else tuple(expected))
+
+
+def test_convolution_gradients_are_torchs_backward_kernel_not_a_rerun(monkeypatch):
+    """gt.ir.direct_gradients: a convolution's gradient never reruns the call; one it
+    does not cover (padding='same') does."""
+    def rerun(*args, **kwargs):
+        raise AssertionError('the call was rerun')
+    monkeypatch.setattr(torch_calls, 'call', rerun)
+    x, weight = tensor((2, 3, 6, 6)), tensor((4, 3, 3, 3))
+    leaf = weight.clone().requires_grad_()
+    out = F.conv2d(x, leaf, None, 1, 1)
+    cotangent = tensor(tuple(out.shape))
+    (expected,) = torch.autograd.grad(out, leaf, cotangent)
+    for padding in (1, 'same'):
+        inputs, attrs = wire_call('torch.nn.functional.conv2d', x, weight, None, 1, padding)
+        attrs.update(n_inputs=2, wants=[1], differentiable=[0])
+        if padding == 'same':
+            with pytest.raises(AssertionError, match='rerun'):
+                OPS['torch_vjp'].torch(*inputs, cotangent, **attrs)
+        else:
+            assert torch.equal(OPS['torch_vjp'].torch(*inputs, cotangent, **attrs), expected)
 
 
 def test_torch_vjp_for_some_inputs_only():

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from gt.ir import by_name_sharding, data_dependent, torch_functions
+from gt.ir.direct_gradients import DIRECT
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
@@ -362,12 +363,17 @@ def _vjp_type(types, fn, args, kwargs, n_inputs, wants, differentiable, sizes=No
 
 
 def _torch_vjp(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, sizes=None):
-    """Reverse mode by torch's autograd engine on the recomputed call. Not by
-    `torch.func.vjp`: its transform wraps every op of the call, and a call of many small
-    ops (torch.lstm over a sequence) took 2.6x as long through it. Never traced for a
-    compiled region (`traced=False`): torch.export refused both forms, so the regions
-    around it are compiled and it runs between them."""
+    """Reverse mode: torch's backward kernel where gt.ir.direct_gradients knows it, else
+    torch's autograd engine on the recomputed call. Not by `torch.func.vjp`: its
+    transform wraps every op of the call, and a call of many small ops (torch.lstm over
+    a sequence) took 2.6x as long through it. Never traced for a compiled region
+    (`traced=False`): torch.export refused both forms, so the regions around it are
+    compiled and it runs between them."""
     primals, cotangents = list(tensors[:n_inputs]), tensors[n_inputs:]
+    direct = DIRECT.get(fn)
+    found = direct(primals, cotangents, args, kwargs, wants) if direct else None
+    if found is not None:  # torch's backward kernel, without rerunning the call
+        return found[0] if len(found) == 1 else tuple(found)
     with torch.inference_mode(False), torch.enable_grad():
         # Inference tensors can be neither saved for backward nor updated in place (a
         # batch norm's running stats): the call sees ordinary copies of every input.
