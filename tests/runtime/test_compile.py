@@ -205,13 +205,15 @@ def test_changing_shapes_compile_a_few_forms_then_only_programs_that_come_back(
         assert stats['compiles_deferred'] >= 38 - started, stats
 
         x = torch.randn(5, 8)
-        for run in range(1, compiler.PERSISTENT_RUNS + 10):
+        deadline, run = time.monotonic() + 60, 0
+        while not total('compiled_runs'):
+            run += 1
             got = (gt.tensor(x) @ gw).relu().sum(0) * 3
             torch.testing.assert_close(got.data, (x @ w).relu().sum(0) * 3)
-            if total('compiled_runs'):
-                break
+            if run > compiler.PERSISTENT_RUNS:  # its compile is queued: give it time
+                assert time.monotonic() < deadline, worker_stats()
+                time.sleep(0.05)
         assert compiler.PERSISTENT_RUNS < run, worker_stats()
-        assert total('compiled_runs') > 0, worker_stats()
 
     with connected(private.address):  # another session's budget is its own
         before = total('compiled_runs')
