@@ -1,13 +1,19 @@
-"""Recurrent language models through GT against plain PyTorch eager, in one run:
-`python benchmarks/recurrent.py`.
+"""Training steps of common kinds of model through GT against plain PyTorch eager, in one
+run: `python benchmarks/models.py`.
 
-An embedding (50 tokens, 16 wide), an LSTM or GRU (16 to 32) and a linear head over a
-batch of 4 sequences of 8 tokens; cross-entropy loss, `clip_grad_norm_` and AdamW: 20
-steps, then one fetch of the loss, timed per step. gt.nn's recurrent layers run torch's
-kernel by name (one node per layer stack, its gradient the call's vector-Jacobian
-product; unrolled step by step, as training dropout between layers and packed sequences
-still are, the LSTM's step took 5x torch's time). After each ratio, the CPU a step costs
-GT's client, dispatcher and worker.
+- a small CNN (two 3x3 convolutions, max pooling, adaptive average pooling and a
+  linear head) on 32 images of 3x32x32, SGD with momentum: convolutions run by name,
+  their gradients torch's backward kernel (gt/ir/direct_gradients.py);
+- an MLP 784-256-256-10 with SiLU and LeakyReLU on a batch of 64, SGD: the activations
+  are rows of their own (gt/ir/ops/activations.py);
+- LSTM and GRU language models: an embedding (50 tokens, 16 wide), the recurrent layer
+  (16 to 32) and a linear head over 4 sequences of 8 tokens, `clip_grad_norm_` and AdamW:
+  the layer stack is one call of torch's kernel (unrolled step by step, as training
+  dropout between layers and packed sequences still are, the LSTM's step took 5x
+  torch's time).
+
+Each: 10 steps then one fetch of the loss, timed per step; after each ratio, the CPU a
+step costs GT's client, dispatcher and worker.
 """
 
 import argparse
@@ -22,33 +28,72 @@ from common import DEVICE, alternating, cpu_per_run, devices, report  # noqa: E4
 import gt  # noqa: E402
 import gt.nn as nn  # noqa: E402
 
-STEPS = 20
+STEPS = 10
 TOKENS, EMBEDDING, HIDDEN, BATCH, LENGTH = 50, 16, 32, 4, 8
 
 
-def build(library, optimizers, kind: str, tokens: torch.Tensor, to_library):
+def cnn(library):
+    return library.Sequential(
+        library.Conv2d(3, 16, 3, padding=1), library.ReLU(), library.MaxPool2d(2),
+        library.Conv2d(16, 32, 3, padding=1), library.ReLU(), library.AdaptiveAvgPool2d(1),
+        library.Flatten(), library.Linear(32, 10))
+
+
+def activated_mlp(library):
+    return library.Sequential(library.Linear(784, 256), library.SiLU(),
+                              library.Linear(256, 256), library.LeakyReLU(0.1),
+                              library.Linear(256, 10))
+
+
+def language_model(kind: str):
+    def build(library):
+        class LanguageModel(library.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.embedding = library.Embedding(TOKENS, EMBEDDING)
+                self.recurrent = getattr(library, kind)(EMBEDDING, HIDDEN)
+                self.head = library.Linear(HIDDEN, TOKENS)
+
+            def forward(self, x):
+                output, _ = self.recurrent(self.embedding(x))
+                return self.head(output).reshape(-1, TOKENS)
+
+        return LanguageModel()
+    return build
+
+
+def tokens() -> tuple[torch.Tensor, torch.Tensor]:
+    sequence = torch.randint(0, TOKENS, (LENGTH + 1, BATCH),
+                             generator=torch.Generator().manual_seed(0))
+    return sequence[:-1], sequence[1:].reshape(-1)
+
+
+MODELS = [
+    ('small CNN step', cnn, lambda: (torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))),
+     lambda optim, params: optim.SGD(params, lr=0.01, momentum=0.9), False),
+    ('SiLU/LeakyReLU MLP step', activated_mlp,
+     lambda: (torch.randn(64, 784), torch.randint(0, 10, (64,))),
+     lambda optim, params: optim.SGD(params, lr=0.01), False),
+    ('LSTM language model step', language_model('LSTM'), tokens,
+     lambda optim, params: optim.AdamW(params, lr=1e-3), True),
+    ('GRU language model step', language_model('GRU'), tokens,
+     lambda optim, params: optim.AdamW(params, lr=1e-3), True),
+]
+
+
+def build(library, optimizers, make_model, data, make_optimizer, clip: bool):
     """The model, its optimizer and a function running `count` steps, in either library."""
-    class LanguageModel(library.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.embedding = library.Embedding(TOKENS, EMBEDDING)
-            self.recurrent = getattr(library, kind)(EMBEDDING, HIDDEN)
-            self.head = library.Linear(HIDDEN, TOKENS)
-
-        def forward(self, x):
-            output, _ = self.recurrent(self.embedding(x))
-            return self.head(output)
-
-    model = LanguageModel().to(DEVICE)  # GT's: unchanged
-    optimizer = optimizers.AdamW(model.parameters(), lr=1e-3)
-    x, y = to_library(tokens[:-1]), to_library(tokens[1:])
+    torch.manual_seed(0)
+    model = make_model(library).to(DEVICE)  # GT's: unchanged
+    optimizer = make_optimizer(optimizers, model.parameters())
+    x, y = data
 
     def steps(count: int = STEPS) -> float:
         for _ in range(count):
-            loss = library.functional.cross_entropy(model(x).reshape(-1, TOKENS),
-                                                    y.reshape(-1))
+            loss = library.functional.cross_entropy(model(x), y)
             loss.backward()
-            library.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if clip:
+                library.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             optimizer.zero_grad()
         return loss.item()
@@ -58,19 +103,20 @@ def build(library, optimizers, kind: str, tokens: torch.Tensor, to_library):
 
 def main() -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    tokens = torch.randint(0, TOKENS, (LENGTH + 1, BATCH),
-                           generator=torch.Generator().manual_seed(0))
     first = True
-    for kind in ('LSTM', 'GRU'):
-        torch_steps = build(torch.nn, torch.optim, kind, tokens, lambda t: t.to(DEVICE))
-        gt_steps = build(nn, gt.optim, kind, tokens, gt.tensor)
+    for name, make_model, make_data, make_optimizer, clip in MODELS:
+        x, y = make_data()
+        torch_steps = build(torch.nn, torch.optim, make_model, (x.to(DEVICE), y.to(DEVICE)),
+                            make_optimizer, clip)
+        gt_steps = build(nn, gt.optim, make_model, (gt.tensor(x), gt.tensor(y)),
+                         make_optimizer, clip)
         gt_steps(3)  # start the server and fill the plan cache before timing
         torch_steps(3)
         if first:
             print(devices(gt))
             first = False
         torch_time, gt_time = alternating(torch_steps, gt_steps)
-        report(f'{kind} language model step', torch_time / STEPS, gt_time / STEPS, None)
+        report(name, torch_time / STEPS, gt_time / STEPS, None)
         print(cpu_per_run(gt_steps, STEPS))
     return 0
 
