@@ -39,6 +39,8 @@ def cases(x, w, b, n, lib):
         'max dim': x.max(dim=1).values,
         'integers': (n * 3 - 2) // 2 + n.sum(dim=0),
         'cast': (x * 10).to(lib.int64),
+        'activations': (lib.nn.functional.silu(x) * lib.nn.functional.elu(x, 0.5)
+                        + lib.nn.functional.hardtanh(x, -0.5, 0.5)),
     }
 
 
