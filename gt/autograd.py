@@ -244,8 +244,9 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
         return
     if grad_mode.enabled and not OPS[node.op].grad_of_grad:
         name = node.attrs.get('fn', node.op)
-        raise NotImplementedError(f'create_graph: GT cannot differentiate the gradient of '
-                                  f'{name} (a torch function it runs by name) again')
+        raise NotImplementedError(f'create_graph: GT cannot differentiate the second '
+                                  f'derivative of {name} (a torch function it runs by name) '
+                                  f'again: it gives first and second derivatives')
     if node.backward_signal is None:
         input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
     else:

@@ -1,6 +1,6 @@
 """Gradients of torch functions run by name that torch's backward kernels give directly,
-without recomputing the call: `torch_vjp` (gt/ir/ops/torch_calls.py) otherwise reruns
-the call under autograd on the worker.
+without recomputing the call: `torch_vjp` (gt/ir/ops/torch_call_gradients.py) otherwise
+reruns the call under autograd on the worker.
 
 Convolutions (`conv1d/2d/3d`, `conv_transpose1d/2d/3d`, in torch.nn.functional and
 torch) are most of a CNN's work, and their recomputed forward was a third of the

@@ -4,11 +4,9 @@ ways), initialization (same seed, same weights), checks and output shapes.
 
 A padded batch runs as one call of torch's kernel by name (`torch.lstm`, `torch.gru`,
 `torch.rnn_tanh`, `torch.rnn_relu`), its gradient the call's vector-Jacobian product
-(gt/ir/ops/torch_calls.py), and a batch sharded over workers stays sharded
+(gt/ir/ops/torch_call_gradients.py), and a batch sharded over workers stays sharded
 (gt/ir/by_name_sharding.py). Unrolled, a step was a dozen nodes to record, plan and run;
-an LSTM language model's training step took 5x torch's time, and now about 2x. The cost:
-a gradient of that gradient (`create_graph=True`) is refused, as for any function run by
-name.
+an LSTM language model's training step took 5x torch's time, and now 2-3x.
 
 Two cases are unrolled in Python over the steps of gt/nn/recurrent_cells.py, whose
 gradients come from the ops' own rules: dropout between layers in training (the masks

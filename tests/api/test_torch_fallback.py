@@ -187,8 +187,10 @@ def test_draws_from_a_torch_generator_are_torchs_and_advance_it():
     (lambda x: F.rrelu(x.requires_grad_(), training=True).sum().backward(),
      NotImplementedError, 'no gradient for random'),
     (lambda x: gt.cumsum(x, lambda v: v), TypeError, 'cannot pass a function'),
-    (lambda x: gt.autograd.grad(gt.cumsum(x.requires_grad_(), 1).sum(), x, create_graph=True),
-     NotImplementedError, 'cannot differentiate the gradient of torch.cumsum'),
+    (lambda x: gt.autograd.grad(gt.autograd.grad(
+        gt.cumsum(x.requires_grad_(), 1).pow(3).sum(), x, create_graph=True)[0].pow(2).sum(),
+        x, create_graph=True), NotImplementedError,
+     'cannot differentiate the second derivative of torch.cumsum'),
     (lambda x: gt.corrcoef(x.requires_grad_()), NotImplementedError,
      'torch.corrcoef: GT cannot differentiate a function it has to run outside the cluster'),
 ])

@@ -37,3 +37,52 @@ def test_torch_call(name):
 def test_torch_call_in_float32_beside_gt_ops():
     check_vs_torch(lambda x, y: (x.relu().cumsum(dim=0) * y).sigmoid(), (3, 4), (3, 4),
                    dtype=torch.float32)
+
+
+def _penalty(library, make_inputs, function):
+    """A gradient penalty (WGAN-GP's): the input gradient's norm, differentiated again
+    with `create_graph=True`; returns the penalty and every leaf's gradient."""
+    leaves = make_inputs(library)
+    x = leaves[0]
+    (gradient,) = library.autograd.grad(function(library, *leaves).sum(), x, create_graph=True)
+    penalty = ((gradient.reshape(gradient.shape[0], -1).norm(2, dim=1) - 1) ** 2).mean()
+    penalty.backward()
+    return [penalty] + [leaf.grad for leaf in leaves]
+
+
+def _conv(library, x, weight, bias):
+    return library.nn.functional.conv2d(x, weight, bias, padding=1).tanh()
+
+
+def _lstm(library, x, *weights):
+    h0 = library.zeros(1, 3, 5, dtype=torch.float64)
+    output, _, _ = library.lstm(x, (h0, h0), list(weights), True, 1, 0.0, True, False, False)
+    return output * output
+
+
+def _softsign(library, x):
+    return library.nn.functional.softsign(x) * x
+
+
+def _leaves(*shapes):
+    def make(library):
+        generator = torch.Generator().manual_seed(9)
+        data = [torch.randn(shape, generator=generator, dtype=torch.float64) for shape in shapes]
+        make_tensor = (lambda t: t.clone()) if library is torch else (
+            lambda t: library.tensor(t.numpy()))
+        return [make_tensor(t).requires_grad_() for t in data]
+    return make
+
+
+@pytest.mark.parametrize('name, make_inputs, function', [
+    ('conv2d', _leaves((2, 3, 5, 5), (4, 3, 3, 3), (4,)), _conv),
+    ('lstm', _leaves((4, 3, 2), (20, 2), (20, 5), (20,), (20,)), _lstm),
+    ('softsign', _leaves((3, 4)), _softsign),
+], ids=lambda value: value if isinstance(value, str) else '')
+def test_a_gradient_penalty_through_a_call_by_name_is_torchs(name, make_inputs, function):
+    """'torch_vjp' differentiates again: its gradient is 'torch_vjp_grad'."""
+    import gt
+    got = _penalty(gt, make_inputs, function)
+    want = _penalty(torch, make_inputs, function)
+    for index, (a, b) in enumerate(zip(got, want)):
+        torch.testing.assert_close(a.data, b.detach(), msg=lambda m: f'{name} {index}: {m}')

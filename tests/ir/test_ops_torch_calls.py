@@ -3,13 +3,15 @@
 types and gradients as calling torch directly; their type rules refuse names off the
 allow-list and malformed arguments."""
 
+from unittest import mock
+
 import pytest
 import torch
 import torch.nn.functional as F
 from op_check import check_op, run_source, tensor, torch_context, type_of
 
 from gt.ir import OPS
-from gt.ir.ops import torch_calls
+from gt.ir.ops import torch_call_gradients
 from gt.ir.torch_arguments import encode
 
 f32, i64, b8 = torch.float32, torch.int64, torch.bool
@@ -123,25 +125,54 @@ def test_torch_vjp_matches_autograd(fn, make, kwargs):
              expected[0] if len(expected) == 1 else tuple(expected))
 
 
-def test_convolution_gradients_are_torchs_backward_kernel_not_a_rerun(monkeypatch):
+def test_convolution_gradients_are_torchs_backward_kernel_not_a_rerun():
     """gt.ir.direct_gradients: a convolution's gradient never reruns the call; one it
     does not cover (padding='same') does."""
     def rerun(*args, **kwargs):
         raise AssertionError('the call was rerun')
-    monkeypatch.setattr(torch_calls, 'call', rerun)
     x, weight = tensor((2, 3, 6, 6)), tensor((4, 3, 3, 3))
     leaf = weight.clone().requires_grad_()
     out = F.conv2d(x, leaf, None, 1, 1)
     cotangent = tensor(tuple(out.shape))
     (expected,) = torch.autograd.grad(out, leaf, cotangent)
-    for padding in (1, 'same'):
-        inputs, attrs = wire_call('torch.nn.functional.conv2d', x, weight, None, 1, padding)
-        attrs.update(n_inputs=2, wants=[1], differentiable=[0])
-        if padding == 'same':
-            with pytest.raises(AssertionError, match='rerun'):
-                OPS['torch_vjp'].torch(*inputs, cotangent, **attrs)
-        else:
-            assert torch.equal(OPS['torch_vjp'].torch(*inputs, cotangent, **attrs), expected)
+    with mock.patch.object(torch_call_gradients, 'call', rerun):
+        for padding in (1, 'same'):
+            inputs, attrs = wire_call('torch.nn.functional.conv2d', x, weight, None, 1, padding)
+            attrs.update(n_inputs=2, wants=[1], differentiable=[0])
+            if padding == 'same':
+                with pytest.raises(AssertionError, match='rerun'):
+                    OPS['torch_vjp'].torch(*inputs, cotangent, **attrs)
+            else:
+                assert torch.equal(OPS['torch_vjp'].torch(*inputs, cotangent, **attrs),
+                                   expected)
+
+
+@pytest.mark.parametrize('fn, make, kwargs', [
+    ('torch.nn.functional.softsign', lambda: (tensor((3, 4)),), {}),
+    ('torch.nn.functional.conv1d', lambda: (tensor((2, 3, 6)), tensor((4, 3, 3))),
+     {'padding': 1}),
+    ('torch.cumprod', lambda: (tensor((2, 5)), 1), {}),
+])
+def test_torch_vjp_grad_matches_double_backward(fn, make, kwargs):
+    """'torch_vjp_grad': the gradient of a 'torch_vjp', for its primals and its cotangent,
+    against torch's double backward."""
+    args = make()
+    leaves = [a.clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args]
+    tensors = [a for a in leaves if isinstance(a, torch.Tensor)]
+    output = _reference(fn)(*leaves, **kwargs)
+    cotangent = tensor(tuple(output.shape)).requires_grad_()
+    grads = torch.autograd.grad(output, tensors, cotangent, create_graph=True)
+    second_cotangents = [tensor(tuple(g.shape)) for g in grads]
+    expected = torch.autograd.grad(grads, [*tensors, cotangent], second_cotangents,
+                                   allow_unused=True)
+    expected = [torch.zeros_like(t) if e is None else e
+                for e, t in zip(expected, [*tensors, cotangent])]
+    inputs, attrs = wire_call(fn, *args, **kwargs)
+    attrs.update(n_inputs=len(inputs), wants=list(range(len(inputs))), differentiable=[0],
+                 second=list(range(len(inputs) + 1)))
+    got = OPS['torch_vjp_grad'].torch(*inputs, cotangent.detach(), *second_cotangents, **attrs)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_torch_vjp_for_some_inputs_only():
@@ -242,6 +273,12 @@ def _run_random(inputs, attrs, seed):
     ('torch_vjp', ((3,), 'float32', (3,), 'float32'),
      {'fn': 'torch.sin', 'args': [['T', 0]], 'kwargs': {}, 'n_inputs': 1, 'wants': [1],
       'differentiable': [0]}, ValueError, 'names no inputs'),
+    ('torch_vjp_grad', ((3,), 'float32', (3,), 'float32', (3,), 'float32'),
+     {'fn': 'torch.sin', 'args': [['T', 0]], 'kwargs': {}, 'n_inputs': 1, 'wants': [0],
+      'differentiable': [0], 'second': [2]}, ValueError, r'second \[2\] names no inputs'),
+    ('torch_vjp_grad', ((3,), 'float32', (3,), 'float32', (2,), 'float32'),
+     {'fn': 'torch.sin', 'args': [['T', 0]], 'kwargs': {}, 'n_inputs': 1, 'wants': [0],
+      'differentiable': [0], 'second': [0]}, ValueError, 'do not match the gradients'),
 ])
 def test_type_rules_refuse(op, types, attrs, error, message):
     from gt.ir import TensorType

@@ -7,11 +7,11 @@ the worker's device. Their attrs are the function's name and its arguments as wi
 memoized; a call whose result shape depends on the data (`nonzero`, `x[mask]`) has
 them from `sizes`, which `torch_sizes` measured on the worker first.
 
-`torch_vjp` is the gradient of a `torch_call`: the vector-Jacobian product of the same
-call by `torch.func.vjp`, for the inputs in `wants`, given cotangents for the floating
-outputs. Sharding: calls whose batch rows are independent (convolutions, poolings,
-torch's recurrent kernels) keep a batch sharded (gt.ir.by_name_sharding); other calls
-have no rule, so their inputs are gathered (the safe default) until an op earns a row.
+A `torch_call`'s gradient is a `torch_vjp` of the same call (gt/ir/ops/
+torch_call_gradients.py). Sharding: calls whose batch rows are independent
+(convolutions, poolings, torch's recurrent kernels) keep a batch sharded
+(gt.ir.by_name_sharding); other calls have no rule, so their inputs are gathered (the
+safe default) until an op earns a row.
 """
 
 import contextlib
@@ -22,7 +22,6 @@ import numpy as np
 import torch
 
 from gt.ir import by_name_sharding, data_dependent, torch_functions
-from gt.ir.direct_gradients import DIRECT
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
@@ -258,7 +257,7 @@ def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
         raise RuntimeError(f'{fn}: {error}') from error
 
 
-def _numpy(torch_row):
+def numpy_row(torch_row):
     """A numpy row that runs the torch row on the arrays (through torch, zero-copy)."""
     def run(*arrays, **attrs):
         tensors = [torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
@@ -305,7 +304,7 @@ def _torch_random(ctx, *tensors, fn, args, kwargs):
 
 
 def _numpy_random(ctx, *arrays, **attrs):
-    return _numpy(lambda *tensors, **a: _torch_random(ctx, *tensors, **a))(*arrays, **attrs)
+    return numpy_row(lambda *tensors, **a: _torch_random(ctx, *tensors, **a))(*arrays, **attrs)
 
 
 def _factory_type(types, fn, args, kwargs):
@@ -342,55 +341,10 @@ def _torch_sizes(*tensors, fn, args, kwargs):
 
 
 def _numpy_sizes(*arrays, **attrs):
-    return _numpy(_torch_sizes)(*arrays, **attrs)
+    return numpy_row(_torch_sizes)(*arrays, **attrs)
 
 
-# ---- torch_vjp -----------------------------------------------------------------------------
-def _vjp_type(types, fn, args, kwargs, n_inputs, wants, differentiable, sizes=None):
-    primals, cotangents = types[:n_inputs], types[n_inputs:]
-    outputs = output_types(fn, primals, args, kwargs, sizes)
-    if (not isinstance(wants, (list, tuple)) or not wants
-            or any(not isinstance(i, int) or not 0 <= i < n_inputs for i in wants)):
-        raise ValueError(f'torch_vjp: wants {wants!r} names no inputs of {fn}')
-    if (not isinstance(differentiable, (list, tuple))
-            or any(not isinstance(i, int) or not 0 <= i < len(outputs) for i in differentiable)
-            or [outputs[i] for i in differentiable] != list(cotangents)):
-        raise ValueError(f'torch_vjp: the cotangents do not match the outputs of {fn}')
-    for index in wants:
-        if primals[index].dtype not in FLOATING:
-            raise TypeError(f'torch_vjp: input {index} of {fn} is not floating point')
-    return tuple(primals[index] for index in wants)
-
-
-def _torch_vjp(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, sizes=None):
-    """Reverse mode: torch's backward kernel where gt.ir.direct_gradients knows it, else
-    torch's autograd engine on the recomputed call. Not by `torch.func.vjp`: its
-    transform wraps every op of the call, and a call of many small ops (torch.lstm over
-    a sequence) took 2.6x as long through it. Never traced for a compiled region
-    (`traced=False`): torch.export refused both forms, so the regions around it are
-    compiled and it runs between them."""
-    primals, cotangents = list(tensors[:n_inputs]), tensors[n_inputs:]
-    direct = DIRECT.get(fn)
-    found = direct(primals, cotangents, args, kwargs, wants) if direct else None
-    if found is not None:  # torch's backward kernel, without rerunning the call
-        return found[0] if len(found) == 1 else tuple(found)
-    with torch.inference_mode(False), torch.enable_grad():
-        # Inference tensors can be neither saved for backward nor updated in place (a
-        # batch norm's running stats): the call sees ordinary copies of every input.
-        primals = [p.clone() if isinstance(p, torch.Tensor) else p for p in primals]
-        chosen = [primals[i].requires_grad_() for i in wants]
-        outputs = flatten(call(fn, primals, args, kwargs))
-        # An output that does not depend on the chosen inputs contributes nothing.
-        pairs = [(outputs[i], c.clone()) for i, c in zip(differentiable, cotangents)
-                 if outputs[i].requires_grad]
-        grads = torch.autograd.grad([o for o, _ in pairs], chosen, [c for _, c in pairs],
-                                    allow_unused=True) if pairs else [None] * len(chosen)
-    # A gradient torch knows is zero comes back as None or a ZeroTensor (no storage).
-    grads = tuple(torch.zeros_like(primals[i]) if g is None or g._is_zerotensor()
-                  else g.detach() for g, i in zip(grads, wants))
-    return grads[0] if len(grads) == 1 else grads
-
-
+# ---- the gradient: torch_vjp (gt/ir/ops/torch_call_gradients.py) -----------------------
 def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
     """Gradients by `torch_vjp` of the same call, for floating inputs that want them."""
     wants = [i for i, tensor in enumerate(inputs)
@@ -416,12 +370,10 @@ def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
 
 
 ROWS = [
-    OpDef('torch_call', _call_type, _torch_call, _numpy(_torch_call), grad=_call_grad,
-          grad_of_grad=False, shard=by_name_sharding.call_rule),
+    OpDef('torch_call', _call_type, _torch_call, numpy_row(_torch_call), grad=_call_grad,
+          shard=by_name_sharding.call_rule),
     OpDef('torch_random', _random_type, _torch_random, _numpy_random, random=True,
           context=True),
     OpDef('torch_factory', _factory_type, _torch_factory, _numpy_factory, source=True),
     OpDef('torch_sizes', _sizes_type, _torch_sizes, _numpy_sizes),
-    OpDef('torch_vjp', _vjp_type, _torch_vjp, _numpy(_torch_vjp),
-          shard=by_name_sharding.vjp_rule, traced=False),
 ]
