@@ -133,6 +133,20 @@ def test_tanh_backward_differentiates_again():
     torch.testing.assert_close(second.data, t_second)
 
 
+def test_relu_backward_differentiates_again():
+    """'relu_backward' (relu's gradient, torch's threshold_backward) has gradients: the
+    same mask for the cotangent, zero for the input."""
+    import gt
+    values = [0.3, -1.2, 2.0, 0.0, -4.0]
+    x = gt.tensor(values, dtype=torch.float64, requires_grad=True)
+    tx = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (first,) = gt.autograd.grad((x.relu() * x).sum(), x, create_graph=True)
+    (t_first,) = torch.autograd.grad((tx.relu() * tx).sum(), tx, create_graph=True)
+    (second,) = gt.autograd.grad((first * first).sum(), x)
+    (t_second,) = torch.autograd.grad((t_first * t_first).sum(), tx)
+    torch.testing.assert_close(second.data, t_second)
+
+
 @pytest.mark.parametrize('approximate', ['none', 'tanh'])
 def test_gelu_backward_differentiates_again(approximate):
     """'gelu_backward' has gradients for the cotangent and the input: second derivatives

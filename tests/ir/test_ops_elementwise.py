@@ -112,6 +112,18 @@ def test_tanh_backward_is_torchs_kernel(dtype):
                  torch.ops.aten.tanh_backward(gradient, output))
 
 
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+def test_relu_backward_is_torchs_kernel(dtype):
+    """relu's gradient: torch's threshold_backward, a NaN input passing its gradient on."""
+    for shape in [(3, 5), (), (0, 2)]:
+        gradient, x = tensor(shape, dtype), tensor(shape, dtype)
+        check_op('relu_backward', [gradient, x], {},
+                 torch.ops.aten.threshold_backward(gradient, x, 0))
+    x = torch.tensor([-1.0, 0.0, 2.0, float('nan')], dtype=dtype)
+    gradient = torch.ones_like(x)
+    check_op('relu_backward', [gradient, x], {}, torch.ops.aten.threshold_backward(gradient, x, 0))
+
+
 @pytest.mark.parametrize('approximate', ['none', 'tanh'])
 @pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
 def test_gelu_backward_is_torchs_kernel(dtype, approximate):
