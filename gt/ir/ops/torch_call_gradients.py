@@ -23,7 +23,7 @@ from gt.ir.direct_gradients import DIRECT
 from gt.ir.dtypes import FLOATING
 from gt.ir.ops.gradients import wanted, zeros_like
 from gt.ir.ops.opdef import OpDef
-from gt.ir.ops.torch_calls import call, numpy_row, output_types
+from gt.ir.ops.torch_calls import call, numpy_row, output_types, scattered, sized
 from gt.ir.torch_arguments import flatten
 
 
@@ -133,14 +133,8 @@ def _vjp_grad(emit, inputs, grads, fn, args, kwargs, n_inputs, wants, differenti
                   for g, index in zip(grads, wants)]
     attrs = dict(fn=fn, args=args, kwargs=kwargs, n_inputs=n_inputs, wants=wants,
                  differentiable=differentiable, second=second)
-    if sizes is not None:
-        attrs['sizes'] = sizes
-    result = emit('torch_vjp_grad', *inputs, *cotangents, **attrs)
-    result = result if isinstance(result, list) else [result]
-    gradients: list = [None] * len(inputs)
-    for index, gradient in zip(second, result):
-        gradients[index] = gradient
-    return gradients
+    return scattered(emit('torch_vjp_grad', *inputs, *cotangents, **attrs, **sized(sizes)),
+                     second, len(inputs))
 
 
 ROWS = [

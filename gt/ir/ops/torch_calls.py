@@ -359,12 +359,20 @@ def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
                   for i in differentiable]
     attrs = dict(fn=fn, args=args, kwargs=kwargs, n_inputs=len(inputs), wants=wants,
                  differentiable=differentiable)
-    if sizes is not None:
-        attrs['sizes'] = sizes
-    result = emit('torch_vjp', *inputs, *cotangents, **attrs)
+    return scattered(emit('torch_vjp', *inputs, *cotangents, **attrs, **sized(sizes)),
+                     wants, len(inputs))
+
+
+def sized(sizes: list | None) -> dict:
+    """The `sizes` attr of a call whose result shape was measured; none otherwise."""
+    return {} if sizes is None else {'sizes': sizes}
+
+
+def scattered(result, positions: list, count: int) -> list:
+    """A gradient op's results at `positions` of `count` gradients, None elsewhere."""
     result = result if isinstance(result, list) else [result]
-    gradients: list = [None] * len(inputs)
-    for index, gradient in zip(wants, result):
+    gradients: list = [None] * count
+    for index, gradient in zip(positions, result):
         gradients[index] = gradient
     return gradients
 

@@ -138,15 +138,6 @@ def _relu_grad(emit, inputs, grads):
     return [emit('relu_backward', g, x)]
 
 
-def _relu_backward_type(types):
-    gradient, x = types
-    if gradient != x:
-        raise ValueError(f'relu_backward: the gradient {gradient} and the input {x} must '
-                         'have one shape and dtype')
-    require_floating('relu_backward', x)
-    return (gradient,)
-
-
 def _np_relu_backward(gradient, x):
     # torch masks where x <= 0, so a NaN input passes its gradient on.
     return np.asarray(np.where(x <= 0, np.zeros((), gradient.dtype), gradient))
@@ -171,13 +162,17 @@ def _tanh_grad(emit, inputs, grads):
     return [emit('tanh_backward', g, emit('tanh', x))]
 
 
-def _tanh_backward_type(types):
-    gradient, output = types
-    if gradient != output:
-        raise ValueError(f'tanh_backward: the gradient {gradient} and the output {output} '
-                         'must have one shape and dtype')
-    require_floating('tanh_backward', output)
-    return (gradient,)
+def beside_gradient(name: str, what: str):
+    """The type rule of a backward row taking a gradient and its op's input or output
+    (`what`): one shape and one floating dtype."""
+    def infer(types):
+        gradient, other = types
+        if gradient != other:
+            raise ValueError(f'{name}: the gradient {gradient} and the {what} {other} must '
+                             'have one shape and dtype')
+        require_floating(name, other)
+        return (gradient,)
+    return infer
 
 
 def _np_tanh_backward(gradient, output):
@@ -279,15 +274,16 @@ ROWS = [
     OpDef('relu', same_dtype_type('relu'), torch.relu,
           lambda x: np.asarray(np.maximum(x, np.zeros((), x.dtype))), grad=_relu_grad,
           shard=pointwise()),
-    OpDef('relu_backward', _relu_backward_type,
+    OpDef('relu_backward', beside_gradient('relu_backward', 'input'),
           lambda gradient, x: torch.ops.aten.threshold_backward.default(gradient, x, 0),
           _np_relu_backward, grad=_relu_backward_grad, shard=pointwise()),
     OpDef('sigmoid', floating_type, torch.sigmoid, np_floating(_np_sigmoid), grad=_sigmoid_grad,
           shard=pointwise()),
     OpDef('tanh', floating_type, torch.tanh, np_floating(np.tanh), grad=_tanh_grad,
           shard=pointwise()),
-    OpDef('tanh_backward', _tanh_backward_type, torch.ops.aten.tanh_backward.default,
-          _np_tanh_backward, grad=_tanh_backward_grad, shard=pointwise()),
+    OpDef('tanh_backward', beside_gradient('tanh_backward', 'output'),
+          torch.ops.aten.tanh_backward.default, _np_tanh_backward, grad=_tanh_backward_grad,
+          shard=pointwise()),
     OpDef('exp', floating_type, torch.exp, np_floating(np.exp), grad=_exp_grad, shard=pointwise()),
     OpDef('log', floating_type, torch.log, np_floating(np.log), grad=_log_grad, shard=pointwise()),
     OpDef('sqrt', floating_type, torch.sqrt, np_floating(np.sqrt), grad=_sqrt_grad,
