@@ -58,14 +58,15 @@ def gelu(input: Tensor, approximate: str = 'none') -> Tensor:
 
 
 def _activation(name: str, input: Tensor, inplace: bool, torch_args: tuple = (),
-                **params: float) -> Tensor:
-    """The activation's row (gt/ir/ops/activations.py) for a floating GT tensor; anything
-    else runs torch's function by name, so an integer input gets torch's result or error.
-    `inplace` rebinds `input` to the result, as `relu` does."""
+                row: str | None = None, **params: float) -> Tensor:
+    """The activation's row (`row`, else `name`: gt/ir/ops/activations.py) for a floating
+    GT tensor; anything else runs torch's function `name` by name, so an integer input
+    gets torch's result or error. `inplace` rebinds `input` to the result, as `relu`
+    does."""
     if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
         return call(f'torch.nn.functional.{name}', (input, *torch_args),
                     {'inplace': inplace} if inplace else {})
-    result = emit(name, input, **params)
+    result = emit(row or name, input, **params)
     return input._assign(result) if inplace else result
 
 
@@ -100,18 +101,17 @@ SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.050700987355480493
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """torch's selu is its elu kernel with these constants."""
-    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
-        return _activation('selu', input, inplace)
-    result = emit('elu', input, alpha=SELU_ALPHA, scale=SELU_SCALE, input_scale=1.0)
-    return input._assign(result) if inplace else result
+    return _activation('selu', input, inplace, row='elu', alpha=SELU_ALPHA, scale=SELU_SCALE,
+                       input_scale=1.0)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """torch's celu is its elu kernel with the input scaled by 1/alpha."""
-    if alpha == 0 or not isinstance(input, Tensor) or not input.dtype.is_floating_point:
-        return call('torch.nn.functional.celu', (input, alpha, inplace), {})  # torch's answer
-    result = emit('elu', input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
-    return input._assign(result) if inplace else result
+    """torch's celu is its elu kernel with the input scaled by 1/alpha (0 is torch's
+    error, by name)."""
+    if alpha == 0:
+        return call('torch.nn.functional.celu', (input, alpha, inplace), {})
+    return _activation('celu', input, inplace, (alpha,), row='elu', alpha=alpha, scale=1.0,
+                       input_scale=1.0 / alpha)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -129,9 +129,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """torch's relu6 is hardtanh(0, 6)."""
-    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
-        return _activation('relu6', input, inplace)
-    return hardtanh(input, 0.0, 6.0, inplace)
+    return _activation('relu6', input, inplace, row='hardtanh', min_val=0.0, max_val=6.0)
 
 
 def softmax(input: Tensor, dim: int, _stacklevel: int = 3, dtype=None) -> Tensor:
