@@ -20,6 +20,7 @@ weight is its rows' share of the sum: partial sums, as a batched matmul's are.
 from typing import Any
 
 from gt.ir.sharding import Decision
+from gt.ir.torch_arguments import is_tensor_input
 
 F = 'torch.nn.functional.'
 RECURRENT = frozenset({'torch.lstm', 'torch.gru', 'torch.rnn_tanh', 'torch.rnn_relu'})
@@ -53,7 +54,7 @@ class Layout:
 def _layout(fn: str, args: list, types: tuple) -> Layout | None:
     if fn in RECURRENT:
         return _recurrent_layout(args, len(types))
-    if fn not in BATCHED_RANK or not args or not _is_tensor(args[0]):
+    if fn not in BATCHED_RANK or not args or not is_tensor_input(args[0]):
         return None
     first, rank = args[0][1], BATCHED_RANK[fn]
     ndim = len(types[first].shape)
@@ -74,14 +75,10 @@ def _recurrent_layout(args: list, n_inputs: int) -> Layout | None:
     states = args[1][1] if args[1][0] in ('L', 'U') else [args[1]]
     output_axis = 1 - int(batch_first)
     for item, axis in [(args[0], output_axis)] + [(s, STATE_BATCH_AXIS) for s in states]:
-        if not _is_tensor(item):
+        if not is_tensor_input(item):
             return None
         roles[item[1]] = axis
     return Layout(roles, lambda index: output_axis if index == 0 else STATE_BATCH_AXIS)
-
-
-def _is_tensor(item: Any) -> bool:
-    return isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T'
 
 
 def call_rule(kinds: tuple, inputs: tuple, outputs: tuple, fn: str, args: list,

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from gt.ir.torch_arguments import decode_call
+from gt.ir.torch_arguments import decode_call, is_tensor_input
 
 ORDER = {
     'conv': ('input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'groups'),
@@ -40,7 +40,7 @@ def _convolution(kind: str, n: int) -> Callable[..., Any]:
 
     def gradients(primals: list, cotangents: tuple, args: list, kwargs: dict,
                   wants: list) -> list | None:
-        if len(cotangents) != 1 or not args or args[0][0] != 'T':
+        if len(cotangents) != 1 or not args or not is_tensor_input(args[0]):
             return None
         positional, keywords = decode_call(args, kwargs, primals)
         bound = dict(DEFAULTS, **dict(zip(ORDER[kind], positional)), **keywords)

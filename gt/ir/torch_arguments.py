@@ -57,6 +57,11 @@ def encode(value: Any, tensor_index: Callable[[Any], int | None]) -> Any:
                     f'(tensors, numbers, strings, dtypes, slices and lists of them pass)')
 
 
+def is_tensor_input(item: Any) -> bool:
+    """Whether a wire item is ['T', k], a reference to the k-th tensor input."""
+    return isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T'
+
+
 def decode(item: Any, tensors: list) -> Any:
     if not isinstance(item, (list, tuple)):
         return item

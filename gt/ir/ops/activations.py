@@ -17,7 +17,7 @@ import torch
 
 from gt.ir.ops.gradients import masked, wanted, zeros_like
 from gt.ir.ops.opdef import OpDef
-from gt.ir.ops.unary import np_floating
+from gt.ir.ops.unary import beside_gradient, np_floating
 from gt.ir.sharding import pointwise
 from gt.ir.type_rules import require_floating
 
@@ -146,11 +146,8 @@ def _rows(spec: Activation) -> list[OpDef]:
         return tuple(types)
 
     def infer_backward(types, **values):
-        gradient, x = types
-        if gradient != x:
-            raise ValueError(f'{backward_name}: the gradient {gradient} and the input {x} '
-                             'must have one shape and dtype')
-        return infer((x,), **values)
+        _checked_params(name, params, values)
+        return beside_gradient(backward_name, 'input')(types)
 
     def numpy_forward(x, **values):
         return np_floating(lambda wide: spec.np_forward(wide, **values))(x)

@@ -26,7 +26,7 @@ from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.opdef import OpDef
-from gt.ir.torch_arguments import check_wire, decode_call, flatten, frozen
+from gt.ir.torch_arguments import check_wire, decode_call, flatten, frozen, is_tensor_input
 
 
 class NeedsData(Exception):
@@ -80,18 +80,13 @@ def _checked(fn: str, types: tuple, args: list, kwargs: dict) -> None:
     for item in args:
         check_wire(item, len(types))
     check_wire(kwargs, len(types))
-    if torch_functions.in_place(fn) and not (args and isinstance(args[0], (list, tuple))
-                                             and args[0][0] == 'T'):
+    if torch_functions.in_place(fn) and not (args and is_tensor_input(args[0])):
         raise ValueError(f'{fn}: an in-place call must update a tensor input')
-    written = torch_functions.side_effects(fn, args, kwargs, _is_tensor)
+    written = torch_functions.side_effects(fn, args, kwargs, is_tensor_input)
     if written:
         raise ValueError(f'{fn} would write into {" and ".join(written)} in place on the worker, '
                          'where GT values are immutable (and may be shared); GT records the '
                          'update itself in gt.nn.functional.batch_norm and for inplace=True')
-
-
-def _is_tensor(item: Any) -> bool:
-    return isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T'
 
 
 def _ctc_loss_result(log_probs: torch.Tensor, targets: Any, input_lengths: Any,
