@@ -7,6 +7,9 @@ numbers, strings, bools and None are themselves; everything else is a tagged lis
     ['T', k]  the k-th tensor input       ['L', [...]] a list     ['U', [...]] a tuple
     ['D', 'float32'] a dtype              ['S', start, stop, step] a slice
     ['E'] Ellipsis                        ['M', 'contiguous_format'] a memory format
+    ['H', [3, 2, 1]] integers that the call gets as an int64 tensor in host memory
+                     (`HostIndices`: the `batch_sizes` of torch's packed recurrent
+                     kernels, which read them on the CPU even for a GPU's data)
 
 A bare list never appears, so a tag cannot be mistaken for user data. Callables,
 objects and complex numbers are refused: the fallback computes on tensors, it does not
@@ -25,11 +28,19 @@ MEMORY_FORMATS = {'contiguous_format': torch.contiguous_format,
                   'preserve_format': torch.preserve_format}
 
 
+class HostIndices(tuple):
+    """Integers a call takes as a CPU int64 tensor, whatever the worker's device: known
+    to the client (a packed sequence's batch sizes), they travel in the call's attrs
+    instead of as a tensor input, which would live on the worker's device."""
+
+
 def encode(value: Any, tensor_index: Callable[[Any], int | None]) -> Any:
     """`value` as a wire item; `tensor_index(v)` gives the input index of a tensor
     operand (registering it), or None when `v` is not one."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, HostIndices):
+        return ['H', [int(index) for index in value]]
     index = tensor_index(value)
     if index is not None:
         return ['T', index]
@@ -57,6 +68,18 @@ def encode(value: Any, tensor_index: Callable[[Any], int | None]) -> Any:
                     f'(tensors, numbers, strings, dtypes, slices and lists of them pass)')
 
 
+def takes_host_indices(args: list, kwargs: dict) -> bool:
+    """Whether a call's arguments hold host indices: compilers trace such a call's reads
+    of them as data-dependent sizes (torch.export refuses torch's packed LSTM)."""
+    def holds(item: Any) -> bool:
+        if isinstance(item, dict):
+            return any(holds(value) for value in item.values())
+        if not isinstance(item, (list, tuple)) or not item:
+            return False
+        return item[0] == 'H' or (item[0] in ('L', 'U') and any(holds(x) for x in item[1]))
+    return any(holds(item) for item in args) or holds(kwargs)
+
+
 def is_tensor_input(item: Any) -> bool:
     """Whether a wire item is ['T', k], a reference to the k-th tensor input."""
     return isinstance(item, (list, tuple)) and len(item) == 2 and item[0] == 'T'
@@ -80,6 +103,8 @@ def decode(item: Any, tensors: list) -> Any:
         return Ellipsis
     if tag == 'M':
         return MEMORY_FORMATS[item[1]]
+    if tag == 'H':
+        return torch.tensor(item[1], dtype=torch.int64)
     raise ValueError(f'torch_call: unknown argument tag {tag!r}')
 
 
@@ -120,6 +145,11 @@ def check_wire(item: Any, n_tensors: int) -> None:
     elif tag == 'M':
         if len(item) != 2 or item[1] not in MEMORY_FORMATS:
             raise ValueError(f'torch_call: unknown memory format in {item!r}')
+    elif tag == 'H':
+        if (len(item) != 2 or not isinstance(item[1], (list, tuple))
+                or not all(type(x) is int for x in item[1])):
+            raise ValueError(f'torch_call: host indices must be a list of integers, not '
+                             f'{item!r}')
     elif tag != 'E' or len(item) != 1:
         raise ValueError(f'torch_call: unknown argument tag in {item!r}')
 

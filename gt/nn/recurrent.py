@@ -3,17 +3,18 @@ bidirectional, with torch's arguments, parameter names and order (so state dicts
 ways), initialization (same seed, same weights), checks and output shapes.
 
 A padded batch runs as one call of torch's kernel by name (`torch.lstm`, `torch.gru`,
-`torch.rnn_tanh`, `torch.rnn_relu`), its gradient the call's vector-Jacobian product
-(gt/ir/ops/torch_call_gradients.py), and a batch sharded over workers stays sharded
-(gt/ir/by_name_sharding.py). Unrolled, a step was a dozen nodes to record, plan and run;
-an LSTM language model's training step took 5x torch's time, and now 2-3x.
+`torch.rnn_tanh`, `torch.rnn_relu`), and so does a packed sequence (torch's packed form
+of the same kernels, its `batch_sizes` passed as host indices: the kernel reads them on
+the CPU, even for a GPU's data). The gradient is the call's vector-Jacobian product
+(gt/ir/ops/torch_call_gradients.py), and a padded batch sharded over workers stays
+sharded (gt/ir/by_name_sharding.py). Unrolled, a step was a dozen nodes to record, plan
+and run; an LSTM language model's training step took 5x torch's time, and now 2-3x.
 
-Two cases are unrolled in Python over the steps of gt/nn/recurrent_cells.py, whose
-gradients come from the ops' own rules: dropout between layers in training (the masks
-are the session generator's draws, so a seed gives torch's), and a packed sequence
-(gt/nn/utils/rnn.py), which runs padded, each sequence's state kept past its end (`where`
-on a mask), and its output packed again (torch's packed kernel wants `batch_sizes` in host
-memory, where a GPU worker's tensors are not).
+Dropout between layers in training is unrolled in Python over the steps of
+gt/nn/recurrent_cells.py, whose gradients come from the ops' own rules: the masks are
+the session generator's draws, so a seed gives torch's. A packed sequence then runs
+padded, each sequence's state kept past its end (`where` on a mask), and its output is
+packed again.
 """
 
 import numbers
@@ -23,6 +24,7 @@ from typing import Any
 from gt import fallback
 from gt.creation import tensor, zeros
 from gt.functional import cat, stack, where
+from gt.ir.torch_arguments import HostIndices
 from gt.nn import functional as F
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
@@ -129,13 +131,13 @@ class RNNBase(Module):
             states = [None if state is None else state.unsqueeze(1) for state in states]
         return is_batched, input, states
 
-    def _state_sizes(self, sequence: Tensor) -> tuple[int, int, list[int]]:
-        """(layers * directions, batch, [h size, c size]) for a time-first sequence."""
-        batch = sequence.size(1)
+    def _state_sizes(self) -> tuple[int, list[int]]:
+        """(layers * directions, [h size, c size]): a state's first and last dims."""
         depth = self.num_layers * (2 if self.bidirectional else 1)
-        return depth, batch, [self.proj_size or self.hidden_size, self.hidden_size]
+        return depth, [self.proj_size or self.hidden_size, self.hidden_size]
 
-    def _check_forward_args(self, input: Tensor, states: list[Tensor | None]) -> None:
+    def _check_forward_args(self, input: Tensor, batch: int,
+                            states: list[Tensor | None]) -> None:
         weight_dtype = self.weight_ih_l0.dtype
         if input.dtype != weight_dtype:
             raise ValueError(f'RNN input dtype ({input.dtype}) does not match weight dtype '
@@ -144,7 +146,7 @@ class RNNBase(Module):
         if input.size(-1) != self.input_size:
             raise RuntimeError(f'input.size(-1) must be equal to input_size. Expected '
                                f'{self.input_size}, got {input.size(-1)}')
-        depth, batch, sizes = self._state_sizes(input)
+        depth, sizes = self._state_sizes()
         for index, state in enumerate(states):
             expected = (depth, batch, sizes[index])
             if state is not None and tuple(state.shape) != expected:
@@ -212,12 +214,11 @@ class RNNBase(Module):
     def _forward_sequence(self, sequence: Tensor, states: list[Tensor | None],
                           batch_sizes: Any = None) -> tuple[Tensor, list[Tensor]]:
         """A time-first batched sequence: its output and the final states."""
-        self._check_forward_args(sequence, states)
-        depth, batch, sizes = self._state_sizes(sequence)
         if batch_sizes is None and not self._drops_between_layers():
-            return self._fused(sequence, [
-                zeros(depth, batch, size, dtype=sequence.dtype) if state is None else state
-                for state, size in zip(states, sizes)])
+            return self._fused(sequence, states)
+        batch = sequence.size(1)
+        self._check_forward_args(sequence, batch, states)
+        depth, sizes = self._state_sizes()
         per_layer = []
         for index, state in enumerate(states):
             if state is None:
@@ -233,16 +234,27 @@ class RNNBase(Module):
     def _drops_between_layers(self) -> bool:
         return self.training and self.dropout > 0 and self.num_layers > 1
 
-    def _fused(self, sequence: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+    def _fused(self, input: Tensor, states: list[Tensor | None], batch_sizes: Any = None
+               ) -> tuple[Tensor, list[Tensor]]:
         """The whole layer stack as one call of torch's own kernel (`torch.lstm` and kin),
         whose gradient is its vector-Jacobian product: one node for what unrolled is
-        dozens per step. It never drops (`train` only enables dropout, and cuDNN's
-        backward, which refuses to run after an evaluation-mode forward)."""
+        dozens per step. `input` is a time-first sequence, or with `batch_sizes` a packed
+        sequence's data for torch's packed kernel, the sizes passed as host indices. It
+        never drops (`train` only enables dropout, and cuDNN's backward refuses to run
+        after an evaluation-mode forward)."""
+        batch = input.size(1) if batch_sizes is None else int(batch_sizes[0])
+        self._check_forward_args(input, batch, states)
+        depth, sizes = self._state_sizes()
+        states = [zeros(depth, batch, size, dtype=input.dtype) if state is None else state
+                  for state, size in zip(states, sizes)]
         initial = tuple(states) if len(states) == 2 else states[0]
         weights = [getattr(self, name) for name in self._flat_weights_names]
-        output, *finals = fallback.call(FUSED[self.mode], (
-            sequence, initial, weights, self.bias, self.num_layers, 0.0, True,
-            self.bidirectional, False), {})
+        settings = (self.bias, self.num_layers, 0.0, True, self.bidirectional)
+        if batch_sizes is None:
+            args = (input, initial, weights, *settings, False)
+        else:
+            args = (input, HostIndices(batch_sizes.tolist()), initial, weights, *settings)
+        output, *finals = fallback.call(FUSED[self.mode], args, {})
         return output, finals
 
     def _forward_packed(self, packed: PackedSequence, states: list[Tensor | None]
@@ -253,11 +265,15 @@ class RNNBase(Module):
         if sorted_indices is not None:
             states = [None if state is None else state.index_select(1, sorted_indices)
                       for state in states]
-        sequence = pad_steps(data, batch_sizes, len(batch_sizes))
-        output, final_states = self._forward_sequence(sequence, states, batch_sizes)
+        if self._drops_between_layers():
+            sequence = pad_steps(data, batch_sizes, len(batch_sizes))
+            output, final_states = self._forward_sequence(sequence, states, batch_sizes)
+            data = pack_steps(output, batch_sizes)
+        else:
+            data, final_states = self._fused(data, states, batch_sizes)
         if unsorted_indices is not None:
             final_states = [state.index_select(1, unsorted_indices) for state in final_states]
-        return packed._replace(data=pack_steps(output, batch_sizes)), final_states
+        return packed._replace(data=data), final_states
 
 
 class RNN(RNNBase):

@@ -32,9 +32,10 @@ class CompiledProgram:
         self.compiler = compiler
         rows = [OPS[step.op] for step in steps]
         marked = None if marked is None else set(marked)
-        compilable = [row.traced and not (row.takes_context or row.effects or row.random)
+        compilable = [row.traces(step.attrs)
+                      and not (row.takes_context or row.effects or row.random)
                       and (marked is None or index in marked)
-                      for index, row in enumerate(rows)]
+                      for index, (row, step) in enumerate(zip(rows, steps))]
         hoistable = [row.source and not (row.random or row.effects) for row in rows]
         self.order = partition(steps, compilable, hoistable, result_slots, MIN_REGION_OPS)
         self.eager_regions = {id(region): _eager(steps, region) for region in self.order

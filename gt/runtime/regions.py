@@ -2,12 +2,12 @@
 
 Some steps must stay eager: moves (they talk to peers), random draws (so that
 `manual_seed` reproduces torch's numbers exactly), creation ops (they read the message's
-literals and data) and rows the compilers cannot trace (`traced=False`: the gradient of
-a torch function run by name). Creation ops that draw nothing have no inputs, so they
-can run first; the other eager steps keep their order. Each pure step then joins the
-region right after the last eager step it depends on, so a training step with no moves
-is one region, and one with an all_reduce per gradient is one region before the moves,
-one after, and the small groups in between.
+literals and data) and nodes the compilers cannot trace (`traced`: the gradient of a
+torch function run by name, and calls reading host indices). Creation ops that draw
+nothing have no inputs, so they can run first; the other eager steps keep their order.
+Each pure step then joins the region right after the last eager step it depends on, so
+a training step with no moves is one region, and one with an all_reduce per gradient is
+one region before the moves, one after, and the small groups in between.
 
     steps:    s2 = scalar   s3 = mul(s0, s2)   s4 = randn   s5 = add(s3, s4)   s6 = relu(s3)
     order:    scalar | region[mul, relu] | randn | region[add]

@@ -60,6 +60,16 @@ def _lstm(library, x, *weights):
     return output * output
 
 
+def _packed_lstm(library, x, *weights):
+    """torch's packed kernel: 3 sequences of lengths 3, 2 and 1, their sizes per step
+    host indices in GT (gt.nn's packed LSTM calls it so)."""
+    from gt.ir.torch_arguments import HostIndices
+    sizes = torch.tensor([3, 2, 1]) if library is torch else HostIndices([3, 2, 1])
+    h0 = library.zeros(1, 3, 5, dtype=torch.float64)
+    output, _, _ = library.lstm(x, sizes, (h0, h0), list(weights), True, 1, 0.0, True, False)
+    return output * output
+
+
 def _softsign(library, x):
     return library.nn.functional.softsign(x) * x
 
@@ -77,6 +87,7 @@ def _leaves(*shapes):
 @pytest.mark.parametrize('name, make_inputs, function', [
     ('conv2d', _leaves((2, 3, 5, 5), (4, 3, 3, 3), (4,)), _conv),
     ('lstm', _leaves((4, 3, 2), (20, 2), (20, 5), (20,), (20,)), _lstm),
+    ('packed lstm', _leaves((6, 2), (20, 2), (20, 5), (20,), (20,)), _packed_lstm),
     ('softsign', _leaves((3, 4)), _softsign),
 ], ids=lambda value: value if isinstance(value, str) else '')
 def test_a_gradient_penalty_through_a_call_by_name_is_torchs(name, make_inputs, function):

@@ -12,7 +12,7 @@ from op_check import check_op, run_source, tensor, torch_context, type_of
 
 from gt.ir import OPS
 from gt.ir.ops import torch_call_gradients
-from gt.ir.torch_arguments import encode
+from gt.ir.torch_arguments import HostIndices, encode
 
 f32, i64, b8 = torch.float32, torch.int64, torch.bool
 
@@ -61,6 +61,23 @@ def _reference(fn: str):
     owner = {'torch': torch, 'Tensor': torch.Tensor, 'torch.nn.functional': F,
              'torch.linalg': torch.linalg, 'torch.special': torch.special}[namespace]
     return getattr(owner, name)
+
+
+def test_host_indices_arrive_as_a_cpu_tensor_and_keep_the_call_out_of_compiled_regions():
+    """torch's packed LSTM reads its batch sizes on the host: they travel in the attrs
+    and reach the call as a CPU int64 tensor; compilers would trace those reads as
+    data-dependent sizes, so such a call runs between compiled regions."""
+    lstm = torch.nn.LSTM(3, 4, num_layers=2)
+    weights = [weight.detach() for weight in lstm._flat_weights]
+    data, states = tensor((6, 3)), (tensor((2, 3, 4)), tensor((2, 3, 4)))
+    inputs, attrs = wire_call('torch.lstm', data, HostIndices([3, 2, 1]), states, weights,
+                              True, 2, 0.0, True, False)
+    assert attrs['args'][1] == ['H', [3, 2, 1]]
+    expected = torch.lstm(data, torch.tensor([3, 2, 1]), states, weights, True, 2, 0.0, True,
+                          False)
+    check_op('torch_call', inputs, attrs, tuple(expected))
+    assert not OPS['torch_call'].traces(attrs)
+    assert OPS['torch_call'].traces(wire_call('torch.sin', tensor((3,)))[1])
 
 
 @pytest.mark.parametrize('fn, make, expect', [
@@ -249,6 +266,10 @@ def _run_random(inputs, attrs, seed):
      ValueError, 'unknown argument tag'),
     ('torch_call', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 0]],
                                        'kwargs': {1: 2}}, ValueError, 'not a string'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 0], ['H', [1.5]]],
+                                       'kwargs': {}}, ValueError, 'host indices must be'),
+    ('torch_call', ((3,), 'float32'), {'fn': 'torch.sin', 'args': [['T', 0], ['H', 3]],
+                                       'kwargs': {}}, ValueError, 'host indices must be'),
     ('torch_call', ((3,), 'float32'), {'fn': 'torch.add', 'args': [['T', 0], ['T', 0]],
                                        'kwargs': {'alpha': 'x'}}, TypeError, 'torch.add'),
     ('torch_call', ((3,), 'float32'), {'fn': 'torch.view_as_complex', 'args': [['T', 0]],

@@ -150,6 +150,22 @@ def test_recurrent_layers_take_packed_sequences(name, options, with_state):
         assert_close(parameter.grad, grads[parameter_name].grad, **RECURRENT_TOLERANCE)
 
 
+def test_a_packed_sequence_is_one_call_of_torchs_packed_kernel_unless_it_drops():
+    """The packed kernel takes the batch sizes as host indices: one node for the layer
+    stack and one for its gradient. With dropout in training it is unrolled, padded."""
+    layer = nn.GRU(3, 4, num_layers=2, dropout=0.5).eval()
+    x = gt.tensor(randn(5, 5, 3), requires_grad=True)
+    packed = pack_padded_sequence(x, PACKED_LENGTHS, enforce_sorted=False)
+    output = layer(packed)[0].data
+    output.sum().backward()
+    ir = gt.debug.dump_ir(show=False)
+    # PACKED_LENGTHS sorted are 5, 5, 3, 2, 1: 5 sequences run 1 step, 4 the second...
+    assert ir.count('fn=torch.gru, args=[[T,0],[H,[5,4,3,2,2]],') == 2, ir
+    packed = pack_padded_sequence(x, PACKED_LENGTHS, enforce_sorted=False)
+    layer.train()(packed)[0].data.sum().backward()
+    assert 'fn=torch.gru' not in gt.debug.dump_ir(show=False)
+
+
 def test_packing_errors_as_in_torch():
     padded = gt.randn(4, 3, 2)
     for lengths, enforce_sorted, problem in [

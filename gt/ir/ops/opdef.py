@@ -43,7 +43,13 @@ class OpDef:
     placed_by_signal: bool = False  # its output is placed by its signal, as created values are
     context: bool = False  # takes a RunContext though it creates nothing (torch_random)
     grad_of_grad: bool = True  # its gradient is differentiable again (create_graph)
-    traced: bool = True  # joins compiled regions; False: runs eagerly between them
+    # Joins compiled regions; False: runs eagerly between them; a function of a node's
+    # attrs: decides per node.
+    traced: bool | Callable[..., bool] = True
+
+    def traces(self, attrs: dict) -> bool:
+        """Whether a node of this op with `attrs` may join a compiled region."""
+        return self.traced(**attrs) if callable(self.traced) else self.traced
 
     @property
     def takes_context(self) -> bool:

@@ -26,7 +26,14 @@ from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.opdef import OpDef
-from gt.ir.torch_arguments import check_wire, decode_call, flatten, frozen, is_tensor_input
+from gt.ir.torch_arguments import (
+    check_wire,
+    decode_call,
+    flatten,
+    frozen,
+    is_tensor_input,
+    takes_host_indices,
+)
 
 
 class NeedsData(Exception):
@@ -339,6 +346,11 @@ def _numpy_sizes(*arrays, **attrs):
     return numpy_row(_torch_sizes)(*arrays, **attrs)
 
 
+def _traced(fn, args, kwargs, **attrs):
+    """A call joins compiled regions unless it reads host indices (see HostIndices)."""
+    return not takes_host_indices(args, kwargs)
+
+
 # ---- the gradient: torch_vjp (gt/ir/ops/torch_call_gradients.py) -----------------------
 def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
     """Gradients by `torch_vjp` of the same call, for floating inputs that want them."""
@@ -374,7 +386,7 @@ def scattered(result, positions: list, count: int) -> list:
 
 ROWS = [
     OpDef('torch_call', _call_type, _torch_call, numpy_row(_torch_call), grad=_call_grad,
-          shard=by_name_sharding.call_rule),
+          shard=by_name_sharding.call_rule, traced=_traced),
     OpDef('torch_random', _random_type, _torch_random, _numpy_random, random=True,
           context=True),
     OpDef('torch_factory', _factory_type, _torch_factory, _numpy_factory, source=True),
