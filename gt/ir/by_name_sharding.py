@@ -32,6 +32,7 @@ BATCHED_RANK = {
     **{f'{F}{name}{n}d': n + 2 for n in (1, 2, 3)
        for name in ('max_pool', 'avg_pool', 'adaptive_avg_pool', 'adaptive_max_pool',
                     'lp_pool')},
+    **{f'{F}max_pool{n}d_with_indices': n + 2 for n in (1, 2, 3)},
     f'{F}interpolate': None, f'{F}upsample': None, f'{F}group_norm': None,
     f'{F}pixel_shuffle': 4, f'{F}pixel_unshuffle': 4, f'{F}unfold': 4, f'{F}fold': 3,
     f'{F}local_response_norm': None,

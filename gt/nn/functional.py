@@ -3,6 +3,7 @@
 from op-table ops (`layer_norm` and the activations of gt/ir/ops/activations.py are
 torch's kernels), so their gradients come from the ops' rules and they run where their
 inputs live.
+Max pooling runs by name, its gradient from the forward's indices (gt/nn/max_pool.py).
 Every other torch.nn.functional function (`pad`, `one_hot`, `conv2d`, ...) runs by name
 (gt/fallback.py).
 """
@@ -34,6 +35,7 @@ from gt.nn.losses import (
     mse_loss,
     nll_loss,
 )
+from gt.nn.max_pool import max_pool1d, max_pool2d, max_pool3d
 from gt.nn.normalization import instance_norm
 from gt.nn.sequence_and_ranking_losses import triplet_margin_with_distance_loss
 from gt.tensor import Tensor, emit
@@ -337,6 +339,7 @@ __all__ = [
     'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
     'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout', 'feature_alpha_dropout',
     'gaussian_nll_loss', 'instance_norm', 'gumbel_softmax', 'triplet_margin_with_distance_loss',
+    'max_pool1d', 'max_pool2d', 'max_pool3d',
 ]
 
 __getattr__ = namespace('torch.nn.functional', globals())

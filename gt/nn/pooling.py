@@ -1,7 +1,8 @@
 """Pooling modules with torch.nn's arguments, attributes and repr: max and average pooling
 over 1, 2 and 3 spatial dims, adaptive average and max pooling, max unpooling and power
 (LP) pooling. Each is torch's functional form run by name on the worker (gt/fallback.py),
-so values and gradients are torch's kernels'.
+so values and gradients are torch's kernels'; max pooling's gradient reads the indices
+its forward found (gt/nn/max_pool.py).
 """
 
 from typing import Any

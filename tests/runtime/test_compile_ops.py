@@ -1,15 +1,16 @@
 """Every pure op of the op table (neither creation, nor a move, nor with effects, nor
-marked `traced=False`: what a compiled program puts in regions) gives the same results
-in a compiled worker program as in an uncompiled one, with torch.compile's cheap `eager`
-and `aot_eager` backends, in this process, and leaves its inputs as they were.
+untraced: what a compiled program puts in regions) gives the same results in a compiled
+worker program as in an uncompiled one, with torch.compile's cheap `eager` and
+`aot_eager` backends, in this process, and leaves its inputs as they were.
 
 The samples are the op tests' own: the `check_op` calls of tests/ir/test_ops_*.py,
 collected by running those tests (every parametrization) with a recorder in its place,
 plus a few for `distribute` and `copy_into`, whose oracle tests run them sharded. The
-first sample of each input signature (dtypes, ranks, emptiness) is kept. An op's samples
-make one program: each sample is the op followed by a cheap pure op on its first output
-(`neg`, or `logical_not` for bool), so that the whole program is one region (a lone op
-is below MIN_REGION_OPS). The test proves the region compiled and that its compiled code
+first sample of each input signature (dtypes, ranks, emptiness) whose node is traced (a
+call holding host indices is not) is kept. An op's samples make one program: each
+sample is the op followed by a cheap pure op on its first output (`neg`, or
+`logical_not` for bool), so that the whole program is one region (a lone op is below
+MIN_REGION_OPS). The test proves the region compiled and that its compiled code
 ran (torch's profiler sees a compiled region; no fallback to interpreting), and compares
 every kept value, all outputs of ops with several: exactly with `eager`, within dtype
 tolerances with `aot_eager` (its decompositions may round differently).
@@ -38,7 +39,7 @@ from op_check import tensor, type_of, wire  # noqa: E402
 
 SAMPLE_MODULES = ['test_ops_elementwise', 'test_ops_indexing', 'test_ops_reductions',
                   'test_ops_shapes', 'test_ops_torch_calls', 'test_ops_normalization',
-                  'test_ops_activations']
+                  'test_ops_activations', 'test_ops_pooling']
 ENGINE = TorchEngine('cpu')
 PURE = [name for name, row in OPS.items()
         if row.traced and not (row.source or row.communication or row.effects or row.random)]
@@ -64,7 +65,8 @@ def _collect_samples() -> dict[str, list[tuple[list, dict]]]:
 
     def record(op, inputs, attrs, expected, numpy=True):
         signature = tuple((x.dtype, x.dim(), x.numel() == 0) for x in inputs)
-        samples.setdefault(op, {}).setdefault(signature, (list(inputs), wire(attrs)))
+        if OPS[op].traces(wire(attrs)):
+            samples.setdefault(op, {}).setdefault(signature, (list(inputs), wire(attrs)))
 
     for name in SAMPLE_MODULES:
         spec = importlib.util.spec_from_file_location(f'_compile_samples_{name}',

@@ -191,11 +191,14 @@ def test_a_cnn_and_its_gradient_stay_on_a_sharded_batch(four):
     sharded, partial = 'S0@w0,w1,w2,w3', 'P:sum@w0,w1,w2,w3'
     calls = [line for line in ir.splitlines() if '= torch_call(' in line]
     assert len(calls) == 5 and all(f'<{sharded}> = torch_call(' in c for c in calls), ir
-    # Backward order: the pooling, the transposed convolution, the pooling, the group
-    # norm and the convolution, each with the input's gradient first.
+    # Backward order: the average pooling, the transposed convolution, the group norm
+    # and the convolution, each with the input's gradient first; the max pooling's
+    # gradient is a row of its own, from the forward's indices.
     with_weights = [sharded, partial, partial]
-    assert _placements_made(ir, 'torch_vjp') == [[sharded], with_weights, [sharded],
-                                                 with_weights, with_weights], ir
+    assert _placements_made(ir, 'torch_vjp') == [[sharded], with_weights, with_weights,
+                                                 with_weights], ir
+    assert _placements_made(ir, 'max_pooled') == [[sharded]], ir
+    assert _placements_made(ir, 'max_pool_backward') == [[sharded]], ir
     assert 'R@' in _placements_made(unbatched_ir, 'torch_call')[0][0], unbatched_ir
     tx = inputs.clone().requires_grad_()
     t_output = reference(tx)
