@@ -243,10 +243,10 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
     if all(grad is None for grad in outputs):
         return
     if grad_mode.enabled and not OPS[node.op].grad_of_grad:
-        name = node.attrs.get('fn', node.op)
+        name = node.attrs.get('fn', node.op)  # a torch function run by name, or a row
         raise NotImplementedError(f'create_graph: GT cannot differentiate the second '
-                                  f'derivative of {name} (a torch function it runs by name) '
-                                  f'again: it gives first and second derivatives')
+                                  f'derivative of {name} again: it gives first and second '
+                                  f'derivatives')
     if node.backward_signal is None:
         input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
     else:

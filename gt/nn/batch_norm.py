@@ -1,10 +1,16 @@
-"""Batch normalization: `F.batch_norm` and `BatchNorm1d/2d/3d`, composed of GT ops.
+"""Batch normalization: `F.batch_norm` and `BatchNorm1d/2d/3d`.
 
 torch's batch_norm updates the running statistics it is given in place, as a side effect.
 Run by name on a worker, that update would write into a value GT treats as immutable
 (and may share with other tensors). Here the update is GT's own: the running tensors are
-rebound to their new values (as `t.copy_(...)` does), so it is recorded like any op,
-happens even if the output is never used, and the gradient comes from the ops' rules.
+rebound to their new values (as `t.copy_(...)` does), so it is recorded like any op and
+happens even if the output is never used.
+
+Training on a cluster of one worker runs torch's kernels (gt/ir/ops/batch_norm.py), with
+torch's values, statistics and gradients. Otherwise batch norm is composed of GT ops,
+whose gradients come from the ops' rules: their reductions shard, so a batch sharded
+over several workers is normalized by the whole batch's statistics, as on one device,
+where torch's kernel, a node without a sharding rule, would gather the batch first.
 """
 
 from typing import Any
@@ -16,7 +22,7 @@ from gt.creation import ones, tensor, zeros
 from gt.nn import init
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
-from gt.tensor import Tensor
+from gt.tensor import Tensor, emit
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -41,8 +47,13 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count <= 1:
             raise ValueError(f'Expected more than 1 value per channel when training, got '
                              f'input size {torch.Size(input.shape)}')
+        if _kernel_applies(input, running_mean, running_var, weight, bias, momentum):
+            return _torch_kernel(input, running_mean, running_var, weight, bias, momentum, eps)
         mean = input.mean(dims)
-        var = input.var(dims, unbiased=False)
+        # The mean of squared deviations, not `var`: a mean of a sharded batch is partial
+        # sums, where var has no sharding rule and gathers the batch.
+        centered = input - mean.reshape(shape)
+        var = (centered * centered).mean(dims)
         with no_grad():
             if running_mean is not None:
                 running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
@@ -54,12 +65,34 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise ValueError('batch_norm: running_mean and running_var must be given when '
                              'not training')
         mean, var = running_mean, running_var
-    output = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+        centered = input - mean.reshape(shape)
+    output = centered * (var.reshape(shape) + eps).rsqrt()
     if weight is not None:
         output = output * weight.reshape(shape)
     if bias is not None:
         output = output + bias.reshape(shape)
     return output if output.dtype == input.dtype else output.to(input.dtype)
+
+
+def _kernel_applies(input: Tensor, *tensors: Any) -> bool:
+    """Whether training takes torch's kernels: one worker (nothing to shard), every
+    tensor given, of the input's dtype, and a number for the momentum."""
+    *given, momentum = tensors
+    return (len(input._client.workers) == 1 and isinstance(momentum, (int, float))
+            and all(isinstance(t, Tensor) and t.dtype == input.dtype for t in given))
+
+
+def _torch_kernel(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor,
+                  bias: Tensor, momentum: float, eps: float) -> Tensor:
+    with no_grad():
+        output, mean, invstd, new_mean, new_var = emit(
+            'batch_norm_train', input, weight, bias, running_mean, running_var,
+            momentum=float(momentum), eps=float(eps))
+        running_mean.copy_(new_mean)
+        running_var.copy_(new_var)
+    if not any(t.requires_grad for t in (input, weight, bias)):
+        return output
+    return emit('batch_normed', input, weight, bias, output, mean, invstd, eps=float(eps))
 
 
 class _NormBase(Module):

@@ -1,7 +1,8 @@
 """Layers that stay on a batch sharded over 4 real workers, forward and backward, against
 torch: attention built from rows, layer norm, the activation rows, recurrent layers (one
-call of torch's kernel) and convolutions and poolings (calls by name with sharding rules
-of their own), with the placement of every node they make checked."""
+call of torch's kernel), convolutions and poolings (calls by name with sharding rules of
+their own) and batch norm (composed of ops on several workers), with the placement of
+the nodes they make checked."""
 
 import pytest
 import torch
@@ -208,3 +209,28 @@ def test_a_cnn_and_its_gradient_stay_on_a_sharded_batch(four):
         torch.testing.assert_close(got, want.detach(), rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(unbatched_value, reference[0](inputs[0]).detach(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_batch_norm_on_several_workers_is_composed_of_ops_that_shard(four):
+    """One worker trains batch norm with torch's kernels (gt/ir/ops/batch_norm.py); on
+    several, it is composed of GT ops, so a batch sharded over 4 workers is normalized by
+    the whole batch's statistics where it lives, as torch normalizes it on one device."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    inputs = torch.randn(8, 3, 4, 4, generator=torch.Generator().manual_seed(5))
+    reference = torch.nn.BatchNorm2d(3)
+    with connected(four.address):
+        layer = gt.nn.BatchNorm2d(3)
+        with gt.signal.context('batch'):
+            x = gt.signal.tensor(gt.from_numpy(inputs.numpy()), name='batch').requires_grad_()
+        output = layer(x)
+        output.tanh().sum().backward()
+        ir = gt.debug.dump_ir(show=False)
+        values = [output.data, x.grad.data, layer.weight.grad.data, layer.running_var.data]
+    assert 'batch_norm' not in ir and 'torch_call' not in ir and 'gather' not in ir, ir
+    assert placements_of(ir, 'tanh') == ['S0@w0,w1,w2,w3'], ir
+    tx = inputs.clone().requires_grad_()
+    t_output = reference(tx)
+    t_output.tanh().sum().backward()
+    for got, want in zip(values, [t_output, tx.grad, reference.weight.grad,
+                                  reference.running_var]):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)

@@ -4,12 +4,14 @@ A row (`OpDef`) holds the op's type rule, its torch implementation (which is als
 interpreter and the test oracle), its numpy implementation, its gradient rule (built
 from ops of the table; see gradients.py) and room for its sharding rule. The rows live
 in one file per family (creation, elementwise, fused, unary, activations, reductions,
-normalization, losses, max pooling, shapes, indexing, linear algebra, communication,
-the torch fallback and its gradients) only to keep files short; `OPS` is the one table.
+normalization, batch norm, losses, max pooling, shapes, indexing, linear algebra,
+communication, the torch fallback and its gradients) only to keep files short; `OPS` is
+the one table.
 """
 
 from gt.ir.ops import (
     activations,
+    batch_norm,
     communication,
     creation,
     elementwise,
@@ -30,8 +32,8 @@ from gt.ir.ops.opdef import OpDef, RunContext
 
 OPS: dict[str, OpDef] = {}
 for _family in (creation, elementwise, fused, unary, unary_math, activations, reductions,
-                normalization, losses, pooling, shapes, indexing, linalg, communication,
-                torch_calls, torch_call_gradients):
+                normalization, batch_norm, losses, pooling, shapes, indexing, linalg,
+                communication, torch_calls, torch_call_gradients):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'
         OPS[_row.name] = _row
