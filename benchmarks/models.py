@@ -3,7 +3,9 @@ run: `python benchmarks/models.py`.
 
 - a small CNN (two 3x3 convolutions, max pooling, adaptive average pooling and a
   linear head) on 32 images of 3x32x32, SGD with momentum: convolutions run by name,
-  their gradients torch's backward kernel (gt/ir/direct_gradients.py);
+  their gradients torch's backward kernel (gt/ir/direct_gradients.py), max pooling's
+  from the forward's indices (gt/ir/ops/pooling.py); and the same with a BatchNorm2d
+  after each convolution (torch's kernels on one worker, gt/ir/ops/batch_norm.py);
 - an MLP 784-256-256-10 with SiLU and LeakyReLU on a batch of 64, SGD: the activations
   are rows of their own (gt/ir/ops/activations.py);
 - LSTM and GRU language models: an embedding (50 tokens, 16 wide), the recurrent layer
@@ -40,6 +42,13 @@ def cnn(library):
         library.Conv2d(3, 16, 3, padding=1), library.ReLU(), library.MaxPool2d(2),
         library.Conv2d(16, 32, 3, padding=1), library.ReLU(), library.AdaptiveAvgPool2d(1),
         library.Flatten(), library.Linear(32, 10))
+
+
+def normalized_cnn(library):
+    return library.Sequential(
+        library.Conv2d(3, 16, 3, padding=1), library.BatchNorm2d(16), library.ReLU(),
+        library.MaxPool2d(2), library.Conv2d(16, 32, 3, padding=1), library.BatchNorm2d(32),
+        library.ReLU(), library.AdaptiveAvgPool2d(1), library.Flatten(), library.Linear(32, 10))
 
 
 def activated_mlp(library):
@@ -98,6 +107,9 @@ def tokens() -> tuple[torch.Tensor, torch.Tensor]:
 
 MODELS = [
     ('small CNN step', cnn, lambda: (torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))),
+     lambda optim, params: optim.SGD(params, lr=0.01, momentum=0.9), False),
+    ('the CNN with batch norm step', normalized_cnn,
+     lambda: (torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))),
      lambda optim, params: optim.SGD(params, lr=0.01, momentum=0.9), False),
     ('SiLU/LeakyReLU MLP step', activated_mlp,
      lambda: (torch.randn(64, 784), torch.randint(0, 10, (64,))),
