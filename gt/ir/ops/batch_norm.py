@@ -23,7 +23,7 @@ from gt.ir.dtypes import DTYPE_NAMES, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.ops.gradients import zeros_like
 from gt.ir.ops.opdef import OpDef
-from gt.ir.ops.torch_calls import numpy_row
+from gt.ir.ops.torch_calls import numpy_row, scattered
 from gt.ir.type_rules import require_floating
 
 aten = torch.ops.aten
@@ -74,13 +74,8 @@ def _normed_grad(emit, inputs, grads, eps):
     wants = [i for i, t in enumerate((x, weight, bias)) if getattr(t, 'requires_grad', True)]
     if not wants:
         return [None] * 6
-    found = emit('batch_norm_backward', grads[0], x, weight, mean, invstd, eps=eps,
-                 wants=wants)
-    found = found if isinstance(found, list) else [found]
-    gradients = [None] * 6
-    for index, gradient in zip(wants, found):
-        gradients[index] = gradient
-    return gradients
+    return scattered(emit('batch_norm_backward', grads[0], x, weight, mean, invstd, eps=eps,
+                          wants=wants), wants, 6)
 
 
 def _positions(name: str, what: str, positions, count: int) -> list:
@@ -122,13 +117,8 @@ def _backward_grad(emit, inputs, grads, eps, wants):
     likes = (inputs[1], inputs[2], inputs[2])  # what the gradients of x, weight, bias are
     cotangents = [g if g is not None else zeros_like(emit, likes[w])
                   for g, w in zip(grads, wants)]
-    found = emit('batch_norm_backward_grad', *inputs, *cotangents, eps=eps, wants=wants,
-                 second=second)
-    found = found if isinstance(found, list) else [found]
-    gradients = [None] * 5
-    for index, gradient in zip(second, found):
-        gradients[index] = gradient
-    return gradients
+    return scattered(emit('batch_norm_backward_grad', *inputs, *cotangents, eps=eps,
+                          wants=wants, second=second), second, 5)
 
 
 def _backward_grad_type(types, eps, wants, second):
