@@ -250,7 +250,11 @@ class Client:
             kept = [local for local in range(self.next_id - pending.base)
                     if pending.base + local not in pending.dropped]
             structure = encode_structure(pending.records, kept)
-            self.origins.append((pending.base, pending.locations, pending.records))
+            # Only each op's name is kept: the records (a tuple, a list of operands and
+            # attrs per op) lived on for 256 fragments, and the garbage collector scanned
+            # them again and again (a collection of the oldest generation took 80 ms).
+            self.origins.append((pending.base, pending.locations,
+                                 [record[0] for record in pending.records]))
             if pending.data:
                 frames = [msgpack.packb(pending.data_headers), *pending.data]
         elif not releases and not fetch:
@@ -403,10 +407,10 @@ class Client:
         raise kind(f'{op} failed: {message}{where}{more}')
 
     def _where(self, base: int | None, location: int | None) -> str:
-        for origin_base, locations, records in self.origins:
+        for origin_base, locations, ops in self.origins:
             if origin_base == base and location is not None and location < len(locations):
                 where = describe(locations[location])
-                return f'\n  recorded at {where} ({records[location][0]})' if where else ''
+                return f'\n  recorded at {where} ({ops[location]})' if where else ''
         return ''
 
 
