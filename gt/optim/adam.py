@@ -1,6 +1,7 @@
 """Adam and AdamW: torch's single-tensor update (`foreach=False`), in its order of
-operations. The bias corrections are computed in double from the step count, as torch
-computes them, and travel as literals, so the step's plan is reused as they change."""
+operations, one `adam_step` node a parameter. The bias corrections are computed in
+double from the step count, as torch computes them, and travel as literals, so the
+step's plan is reused as they change."""
 
 from typing import Iterable
 
@@ -8,14 +9,12 @@ from gt.creation import zeros_like
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
-    add_product,
-    add_scaled,
     check_betas,
     check_hyperparameters,
     gradients,
-    lerp,
     unsupported,
 )
+from gt.tensor import apply
 
 
 class Adam(Optimizer):
@@ -39,8 +38,12 @@ class Adam(Optimizer):
                                       decoupled_weight_decay=decoupled_weight_decay))
 
     def _update(self, group: dict, numbers: Numbers) -> None:
+        """One `adam_step` node a parameter (gt/ir/ops/optimizer_steps.py): torch's
+        kernels in torch's order, as ten nodes would run them."""
         lr, (beta1, beta2), eps = group['lr'], group['betas'], group['eps']
         weight_decay, amsgrad = group['weight_decay'], group['amsgrad']
+        decay = None if weight_decay == 0 else (
+            'decoupled' if group['decoupled_weight_decay'] else 'l2')
         for param, grad in gradients(group):
             state = self.state[param]
             if not state:
@@ -49,23 +52,25 @@ class Adam(Optimizer):
                     state['max_exp_avg_sq'] = zeros_like(param)
             state['step'] += 1
             step = state['step']
-            if weight_decay != 0:
-                if group['decoupled_weight_decay']:
-                    param *= numbers('1 - lr * weight_decay', 1 - lr * weight_decay, param)
-                else:
-                    grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
-            exp_avg = state['exp_avg'] = lerp(state['exp_avg'], grad, 1 - beta1, numbers,
-                                              '1 - beta1')
-            exp_avg_sq = state['exp_avg_sq'] = add_product(
-                state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2)
-            negative_step_size = numbers('step size', -lr / (1 - beta1 ** step), param)
-            bias_correction2_sqrt = numbers('bias correction 2', (1 - beta2 ** step) ** 0.5,
-                                            param)
+            operands = [param, grad, state['exp_avg'], state['exp_avg_sq']]
             if amsgrad:
-                exp_avg_sq = state['max_exp_avg_sq'] = state['max_exp_avg_sq'].maximum(
-                    exp_avg_sq)
-            denominator = exp_avg_sq.sqrt() / bias_correction2_sqrt + numbers('eps', eps, param)
-            param += negative_step_size * exp_avg / denominator
+                operands.append(state['max_exp_avg_sq'])
+            if decay == 'decoupled':
+                operands.append(numbers('1 - lr * weight_decay', 1 - lr * weight_decay, param))
+            elif decay == 'l2':
+                operands.append(numbers('weight_decay', weight_decay, param))
+            operands += [
+                numbers('1 - beta1', 1 - beta1, state['exp_avg']),
+                numbers('beta2', beta2, param),
+                numbers('step size', -lr / (1 - beta1 ** step), param),
+                numbers('bias correction 2', (1 - beta2 ** step) ** 0.5, param),
+                numbers('eps', eps, param)]
+            updated = apply('adam_step', operands, amsgrad=amsgrad, decay=decay,
+                            one_minus_beta2=1 - beta2)
+            param._assign(updated[0])
+            state['exp_avg'], state['exp_avg_sq'] = updated[1], updated[2]
+            if amsgrad:
+                state['max_exp_avg_sq'] = updated[3]
 
 
 class AdamW(Adam):

@@ -39,7 +39,8 @@ from op_check import tensor, type_of, wire  # noqa: E402
 
 SAMPLE_MODULES = ['test_ops_elementwise', 'test_ops_indexing', 'test_ops_reductions',
                   'test_ops_shapes', 'test_ops_torch_calls', 'test_ops_normalization',
-                  'test_ops_activations', 'test_ops_pooling', 'test_ops_batch_norm']
+                  'test_ops_activations', 'test_ops_pooling', 'test_ops_batch_norm',
+                  'test_ops_optimizer_steps']
 ENGINE = TorchEngine('cpu')
 PURE = [name for name, row in OPS.items()
         if row.traced and not (row.source or row.communication or row.effects or row.random)]

@@ -5,8 +5,8 @@ interpreter and the test oracle), its numpy implementation, its gradient rule (b
 from ops of the table; see gradients.py) and room for its sharding rule. The rows live
 in one file per family (creation, elementwise, fused, unary, activations, reductions,
 normalization, batch norm, losses, max pooling, shapes, indexing, linear algebra,
-communication, the torch fallback and its gradients) only to keep files short; `OPS` is
-the one table.
+optimizer steps, communication, the torch fallback and its gradients) only to keep files
+short; `OPS` is the one table.
 """
 
 from gt.ir.ops import (
@@ -20,6 +20,7 @@ from gt.ir.ops import (
     linalg,
     losses,
     normalization,
+    optimizer_steps,
     pooling,
     reductions,
     shapes,
@@ -33,7 +34,7 @@ from gt.ir.ops.opdef import OpDef, RunContext
 OPS: dict[str, OpDef] = {}
 for _family in (creation, elementwise, fused, unary, unary_math, activations, reductions,
                 normalization, batch_norm, losses, pooling, shapes, indexing, linalg,
-                communication, torch_calls, torch_call_gradients):
+                optimizer_steps, communication, torch_calls, torch_call_gradients):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'
         OPS[_row.name] = _row

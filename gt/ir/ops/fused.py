@@ -37,13 +37,13 @@ def _addcmul_type(types, value):
     return _fused_type('addcmul')(types)
 
 
-def _addcmul(x, a, b, value):
+def torch_addcmul(x, a, b, value):
     """A float32 number beside half tensors is rounded to their dtype first, as torch's
     half `add_(g, alpha=-lr)` rounds its alpha (then computes in float32, rounding once)."""
     return torch.addcmul(x, a, b.to(x.dtype), value=value)
 
 
-def _lerp(start, end, weight):
+def torch_lerp(start, end, weight):
     """A float32 weight beside half tensors stays float32: torch's half lerp computes in
     float32 from the Python number, rounding once."""
     if weight.dtype == start.dtype:
@@ -77,8 +77,8 @@ def _lerp_grad(emit, inputs, grads):
 
 
 ROWS = [
-    OpDef('addcmul', _addcmul_type, _addcmul, _np_addcmul,
+    OpDef('addcmul', _addcmul_type, torch_addcmul, _np_addcmul,
           grad=_addcmul_grad, shard=pointwise()),
-    OpDef('lerp', _fused_type('lerp'), _lerp, _np_lerp,
+    OpDef('lerp', _fused_type('lerp'), torch_lerp, _np_lerp,
           grad=_lerp_grad, shard=pointwise()),
 ]
