@@ -67,11 +67,14 @@ class Program:
         self.steps: list[Step] = []
         self.locations = []
         self.moves = set()  # steps that move data: they run even on failed inputs
+        self.draws = False  # whether a step draws random numbers (a run advances the generator)
+        self.same_bits_on_one = None  # its one-thread check (gt.runtime.thread_tuning), once run
         slot = self.n_inputs
         for op, in_slots, attrs, n_outputs, location, reuse in instructions:
             row = OPS[op]
             if row.communication:
                 self.moves.add(len(self.steps))
+            self.draws = self.draws or row.random
             takes_context = row.takes_context
             self.steps.append(Step(implementation(row), takes_context, tuple(in_slots), attrs,
                                    tuple(range(slot, slot + n_outputs)), op, n_outputs != 1,

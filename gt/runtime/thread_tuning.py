@@ -20,11 +20,17 @@ alternates with the program's runs (a client that waits for each result) takes n
 from it, and is not counted. It is timed again after `RETUNE_SECONDS` on its choice,
 since clients come and go, and when it switches to its compiled form.
 
-Counts can change a float sum's order, so by default only programs that run compiled are
-tuned: Inductor's kernels give other bits than torch's eager ones anyway, while an eager
-program keeps the worker's count and so torch's bits (a model trained on one worker
-equals torch's run bit for bit, when the worker has the script's threads).
-`GT_THREAD_TUNING=all` tunes eager programs too; `0` tunes none.
+Counts can change a float sum's order, and an eager program on the worker's count gives
+torch's bits (a model trained on one worker equals torch's run bit for bit, when the
+worker has the script's threads). So by default (`checked`) programs that run compiled
+are tuned (Inductor's kernels give other bits than torch's eager ones anyway), and an
+eager one only once it is shown to give the same bits on one thread: when it turns hot,
+it runs once on one thread and once on the full count, on the same inputs (programs are
+pure; those that draw random numbers or move data are not checked), and is tuned between
+those two counts only if every result is the same to the bit. A small model's step, whose
+ops are too small to split over threads, passes (an LSTM language model's: 2.2x torch's
+step without tuning, measured); a 784x256 matmul's, which the BLAS splits, does not.
+`GT_THREAD_TUNING=compiled` tunes compiled programs only, `all` every program, `0` none.
 """
 
 import os
@@ -43,18 +49,26 @@ SAMPLES = 6  # runs timed per candidate count, at least
 WINDOW_SECONDS = 0.5  # the machine's CPU counters tick every 10 ms: time this long at least
 RETUNE_SECONDS = 60.0  # on the chosen count before timing the candidates again
 NEAR_BEST = 1.05  # fewer threads are kept unless more would cut the cycle by over 5%
-SETTINGS = ('0', 'compiled', 'all')
+SETTINGS = ('0', 'compiled', 'checked', 'all')
 
 
 def scope() -> str | None:
-    """Which programs `GT_THREAD_TUNING` has tuned: 'compiled' (the default), 'all', or
-    None for `0`."""
-    setting = os.environ.get('GT_THREAD_TUNING', 'compiled')
+    """Which programs `GT_THREAD_TUNING` has tuned: 'checked' (the default), 'compiled',
+    'all', or None for `0`."""
+    setting = os.environ.get('GT_THREAD_TUNING', 'checked')
     if setting not in SETTINGS:
-        print(f'gt worker: GT_THREAD_TUNING={setting!r} is not one of 0, compiled or all; '
-              'tuning compiled programs', file=sys.stderr, flush=True)
-        return 'compiled'
+        print(f'gt worker: GT_THREAD_TUNING={setting!r} is not one of 0, compiled, checked '
+              'or all; tuning compiled programs and checked eager ones', file=sys.stderr,
+              flush=True)
+        return 'checked'
     return None if setting == '0' else setting
+
+
+def same_bits(first: list, second: list) -> bool:
+    """Whether two runs' results are equal to the bit (a NaN counts as a difference)."""
+    return len(first) == len(second) and all(
+        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+        and a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second))
 
 
 def candidate_counts(full: int) -> list[int]:
@@ -82,8 +96,8 @@ class ProgramThreads:
     """One program's timings and choice: `next_count` says what its next run uses, and
     `record` takes how long that run took."""
 
-    def __init__(self, full: int, cores: int) -> None:
-        self.candidates = candidate_counts(full)
+    def __init__(self, full: int, cores: int, candidates: list[int] | None = None) -> None:
+        self.candidates = candidates or candidate_counts(full)
         self.cores = cores
         self.compiled = False  # the form the timings are of
         self.tunings = 0  # how many times a choice was made
@@ -164,15 +178,41 @@ class WorkerThreads:
         self.scope = scope() if tune and self.full > 1 else None
         self.cores = os.cpu_count() or 1
         self.cpu_at_start = (0.0, 0.0)  # the worker's and the machine's, at a timed run's start
+        self.checked = 0  # eager programs checked on one thread
+        self.same_bits = 0  # of which gave the same bits there
+
+    def checks(self, program: Any, helper_building: bool) -> bool:
+        """Whether `program`'s next run is its check (see the module's docstring): a hot
+        eager program, pure and not checked yet, in the 'checked' scope."""
+        return (self.scope == 'checked' and program.generated is not None
+                and program.compiled is None and program.same_bits_on_one is None
+                and not program.moves and not program.draws and not helper_building)
+
+    def check(self, program: Any, run: Any) -> tuple:
+        """Run `program` (`run()`) on one thread, then on the full count; note whether
+        both gave the same bits; return the full count's `(results, errors)`."""
+        self._use(1)
+        few, few_errors = run()
+        self._use(self.full)
+        results, errors = run()
+        program.same_bits_on_one = not few_errors and not errors and same_bits(few, results)
+        self.checked += 1
+        self.same_bits += program.same_bits_on_one
+        return results, errors
 
     def before_run(self, program: Any, helper_building: bool) -> bool:
         """Set the count for `program`'s next run; return whether the run is timed for
         the program's choice. Hot programs in the scope are tuned, unless they wait on
         peers (a move's time is its peers' as much as its threads')."""
+        eager_ok = self.scope == 'all' or (self.scope == 'checked'
+                                           and program.same_bits_on_one)
         tuned = (self.scope is not None and program.generated is not None
-                 and not program.moves and (self.scope == 'all' or program.ran_compiled))
+                 and not program.moves and (program.ran_compiled or eager_ok))
         if tuned and program.threads is None:
-            program.threads = ProgramThreads(self.full, self.cores)
+            # Checked on one thread and the full count only: counts between may split a
+            # sum where neither does.
+            program.threads = ProgramThreads(self.full, self.cores, None if (
+                self.scope == 'all' or program.compiled is not None) else [self.full, 1])
         if helper_building or not tuned:
             self._use(max(1, self.full - 1) if helper_building else self.full)
             if program.threads is not None:
@@ -198,6 +238,8 @@ class WorkerThreads:
         run on fewer threads."""
         tuned = [program.threads for program in programs if program.threads is not None]
         return {'threads': self.full,
+                'eager_programs_checked': self.checked,
+                'eager_programs_same_bits_on_one_thread': self.same_bits,
                 'programs_tuned': sum(threads.tunings > 0 for threads in tuned),
                 'programs_on_fewer_threads': sum(
                     threads.choice is not None and threads.choice < self.full

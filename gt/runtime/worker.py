@@ -274,10 +274,16 @@ class Worker:
         context.session, context.base, context.moved = message.session, message.base, {}
         inputs = [values[value_id] if value_id in values else _missing(value_id)
                   for value_id in message.externals[:program.n_inputs]]
-        timed = lane.compiler is not None and self.threads.before_run(
-            program, lane.compiler.building > 0)
+        building = lane.compiler is not None and lane.compiler.building > 0
+        checks = lane.compiler is not None and self.threads.checks(program, building)
+        timed = not checks and lane.compiler is not None and self.threads.before_run(
+            program, building)
         started, start = time.time(), time.perf_counter()
-        kept, errors = program.run(inputs, context, message.base)
+        if checks:
+            kept, errors = self.threads.check(
+                program, lambda: program.run(inputs, context, message.base))
+        else:
+            kept, errors = program.run(inputs, context, message.base)
         seconds = time.perf_counter() - start
         if timed:
             self.threads.after_run(program, seconds)

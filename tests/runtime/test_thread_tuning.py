@@ -20,8 +20,9 @@ def test_candidates_are_the_full_count_and_its_halvings():
     assert candidate_counts(1) == [1]
 
 
-@pytest.mark.parametrize('setting, chosen', [(None, 'compiled'), ('compiled', 'compiled'),
-                                             ('all', 'all'), ('0', None)])
+@pytest.mark.parametrize('setting, chosen', [(None, 'checked'), ('checked', 'checked'),
+                                             ('compiled', 'compiled'), ('all', 'all'),
+                                             ('0', None)])
 def test_the_setting_names_which_programs_are_tuned(monkeypatch, setting, chosen):
     if setting is None:
         monkeypatch.delenv('GT_THREAD_TUNING', raising=False)
@@ -32,8 +33,8 @@ def test_the_setting_names_which_programs_are_tuned(monkeypatch, setting, chosen
 
 def test_an_unknown_setting_is_named_and_the_default_kept(monkeypatch, capsys):
     monkeypatch.setenv('GT_THREAD_TUNING', 'yes please')
-    assert thread_tuning.scope() == 'compiled'
-    assert "GT_THREAD_TUNING='yes please' is not one of 0, compiled or all" in (
+    assert thread_tuning.scope() == 'checked'
+    assert "GT_THREAD_TUNING='yes please' is not one of 0, compiled, checked or all" in (
         capsys.readouterr().err)
 
 
@@ -176,17 +177,13 @@ def test_a_worker_runs_each_program_on_its_faster_count(start_cluster, tmp_path,
 
 @pytest.mark.parametrize('setting, tuned', [(None, True), ('0', False)],
                          ids=['default', 'off'])
-def test_by_default_compiled_programs_are_tuned_and_eager_ones_keep_every_thread(
-        start_cluster, tmp_path, monkeypatch, setting, tuned):
-    """Eager programs keep torch's bits: the count their threads give."""
+def test_by_default_compiled_programs_are_tuned(start_cluster, tmp_path, monkeypatch, setting,
+                                                tuned):
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
     env = {'GT_THREAD_TUNING': setting} if setting else {}
     cluster = slow_cluster(start_cluster, tmp_path, 2, env)
     data = torch.randn(64, 64)
-    with connected(cluster.address):
-        stats = run_for(gt.tensor(data), data.tanh().sum(), 1.5)
-        assert stats['programs_run'] > 50 and stats['programs_tuned'] == 0
-    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
-    monkeypatch.setenv('GT_COMPILE_BACKEND', 'eager')
     with connected(cluster.address):
         x = gt.tensor(data)
         run_until(x, data.tanh().sum(), lambda stats: stats['compiled_runs'])
@@ -194,3 +191,35 @@ def test_by_default_compiled_programs_are_tuned_and_eager_ones_keep_every_thread
             run_until(x, data.tanh().sum(), lambda stats: stats['programs_tuned'])
         else:
             assert run_for(x, data.tanh().sum(), 1.5)['programs_tuned'] == 0
+
+
+@pytest.mark.parametrize('setting', [None, 'compiled'], ids=['default', 'compiled'])
+def test_an_eager_program_is_tuned_only_once_one_thread_gives_its_bits(start_cluster, tmp_path,
+                                                                       setting):
+    """Eager programs keep torch's bits. By default a hot one runs once on one thread and
+    once on two: 64x64 values are too small to split over threads, so the bits agree and
+    it is tuned (and moves to the one thread its tanh is fast on); a sum of 1024x1024 is
+    split, and that program keeps both threads. With `compiled`, none is checked."""
+    env = {'GT_THREAD_TUNING': setting} if setting else {}
+    cluster = slow_cluster(start_cluster, tmp_path, 2, env)
+    small, large = torch.randn(64, 64), torch.randn(1024, 1024)
+    with connected(cluster.address):
+        if setting is None:
+            stats = run_until(gt.tensor(small), small.tanh().sum(),
+                              lambda stats: stats['programs_tuned'])
+            assert stats['programs_on_fewer_threads'] == 1, cluster.logs()
+            assert stats['eager_programs_same_bits_on_one_thread'] == 1
+            threads = torch.get_num_threads()
+            torch.set_num_threads(2)  # the worker's count
+            x, expected = gt.tensor(large), large.tanh().sum()
+            torch.set_num_threads(threads)
+            for _ in range(20):
+                assert torch.equal(x.tanh().sum().data, expected)  # torch's bits, 2 threads
+            stats = gt.debug.get_worker_stats()[0]
+            assert stats['eager_programs_checked'] == 2, stats
+            assert stats['eager_programs_same_bits_on_one_thread'] == 1, stats
+            assert stats['programs_tuned'] == 1, stats
+        else:
+            stats = run_for(gt.tensor(small), small.tanh().sum(), 1.5)
+            assert stats['programs_run'] > 50 and stats['programs_tuned'] == 0
+            assert stats['eager_programs_checked'] == 0
