@@ -21,8 +21,9 @@ def get_dispatcher_stats() -> dict:
 def print_worker_stats() -> None:
     """One line per worker: device, tensors held, ops run (and how many programs ran on
     its express lane), the bytes of moves, what it compiled (programs, seconds spent,
-    failures, layouts deferred, runs that used compiled code) and how many programs it
-    runs on fewer threads than it has (gt.runtime.thread_tuning); then this session's
+    failures, layouts deferred, runs that used compiled code), how many programs it runs
+    on fewer threads than it has and how many eager ones gave the same bits on one thread
+    (gt.runtime.thread_tuning); then this session's
     share: its ops and programs, and per worker its busy seconds and the bytes it holds
     there."""
     stats = connection.current().stats()
@@ -43,6 +44,10 @@ def print_worker_stats() -> None:
             threads = (f"; {worker['programs_on_fewer_threads']} of "
                        f"{worker['programs_tuned']} timed programs run on fewer than its "
                        f"{worker['threads']} threads")
+        if worker.get('eager_programs_checked'):
+            threads += (f"; {worker['eager_programs_same_bits_on_one_thread']} of "
+                        f"{worker['eager_programs_checked']} eager programs checked gave "
+                        f"the same bits on one thread")
         print(f"worker {worker['index']} ({worker['device']}, {worker['engine']}): "
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
               f"{worker['ops']} ops in {worker['programs_run']} programs"

@@ -195,7 +195,7 @@ def test_by_default_compiled_programs_are_tuned(start_cluster, tmp_path, monkeyp
 
 @pytest.mark.parametrize('setting', [None, 'compiled'], ids=['default', 'compiled'])
 def test_an_eager_program_is_tuned_only_once_one_thread_gives_its_bits(start_cluster, tmp_path,
-                                                                       setting):
+                                                                       setting, capsys):
     """Eager programs keep torch's bits. By default a hot one runs once on one thread and
     once on two: 64x64 values are too small to split over threads, so the bits agree and
     it is tuned (and moves to the one thread its tanh is fast on); a sum of 1024x1024 is
@@ -219,6 +219,10 @@ def test_an_eager_program_is_tuned_only_once_one_thread_gives_its_bits(start_clu
             assert stats['eager_programs_checked'] == 2, stats
             assert stats['eager_programs_same_bits_on_one_thread'] == 1, stats
             assert stats['programs_tuned'] == 1, stats
+            capsys.readouterr()
+            gt.debug.print_worker_stats()
+            said = capsys.readouterr().out
+            assert '1 of 2 eager programs checked gave the same bits on one thread' in said
         else:
             stats = run_for(gt.tensor(small), small.tanh().sum(), 1.5)
             assert stats['programs_run'] > 50 and stats['programs_tuned'] == 0
