@@ -45,9 +45,9 @@ def _check_attrs(amsgrad, decay, one_minus_beta2) -> None:
 def _adam_step_type(types, amsgrad, decay, one_minus_beta2):
     _check_attrs(amsgrad, decay, one_minus_beta2)
     count = _tensor_count(amsgrad)
-    numbers = count + (decay is not None) + NUMBERS
-    if len(types) != numbers:
-        raise ValueError(f'adam_step: expected {numbers} operands, got {len(types)}')
+    expected = count + (decay is not None) + NUMBERS
+    if len(types) != expected:
+        raise ValueError(f'adam_step: expected {expected} operands, got {len(types)}')
     require_floating('adam_step', *types)
     param = types[0]
     if any(t != param for t in types[1:count]):
