@@ -262,10 +262,20 @@ class Cluster:
 
 @contextlib.contextmanager
 def running_cluster(workers: int = 2, device: str = 'cpu'):
-    """A ready cluster for the block (for fixtures shared by a session or a module)."""
-    started = Cluster(workers=workers, device=device)
+    """A ready cluster for the block (for fixtures shared by a session or a module). A
+    port found free can be taken before the server binds it (a client's outgoing
+    connection draws from the same range: it happened once in a full run), so a server
+    refused its address is started again on another."""
+    for attempt in range(3):
+        started = Cluster(workers=workers, device=device)
+        try:
+            started.wait_ready()
+            break
+        except RuntimeError as error:
+            started.stop()
+            if 'Address already in use' not in str(error) or attempt == 2:
+                raise
     try:
-        started.wait_ready()
         yield started
     finally:
         started.stop()
