@@ -8,6 +8,11 @@ directory when the variable is unset). Building one takes seconds to tens of sec
 runs in the compile helper process (gt.runtime.compile_helper), never in a worker's
 thread, so the worker's loop keeps the interpreter lock. Loading one takes milliseconds.
 
+A worker never imports torch._inductor: that import takes 1-2 s of Python (Dynamo,
+sympy, the distributed packages), which in a worker's thread holds the interpreter lock
+away from the programs it runs (measured: an MLP step of 7 ms took 20-35 ms for a second).
+So the worker finds the cache directory itself and loads packages with torch's C++ loader.
+
 A package is run once in the helper before it is published: a package that crashes the
 process running it (seen on CUDA: torch 2.11's AOTInductor killed the worker with SIGSEGV
 at its first call) then ends the helper, and the worker's region stays eager, instead of
@@ -15,9 +20,12 @@ ending the worker and every session's tensors on it.
 """
 
 import fcntl
+import getpass
 import hashlib
 import os
 import platform
+import re
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,9 +40,18 @@ FORMAT = 1  # bump when the wire form of regions changes meaning
 
 
 def cache_dir() -> Path:
-    from torch._inductor.runtime.cache_dir_utils import cache_dir as inductor_cache_dir
-
-    return Path(inductor_cache_dir()) / 'gt_aoti'
+    """`gt_aoti` in Inductor's cache directory: TORCHINDUCTOR_CACHE_DIR, or where Inductor
+    puts its cache when that is unset (torchinductor_<user> in the system's temporary
+    directory)."""
+    chosen = os.environ.get('TORCHINDUCTOR_CACHE_DIR')
+    if chosen is None:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no name for this uid (a container's user, say)
+            user = f'uid_{os.getuid()}'
+        chosen = os.path.join(tempfile.gettempdir(),
+                              'torchinductor_' + re.sub(r'[\\/:*?"<>|]', '_', user))
+    return Path(os.path.abspath(chosen)) / 'gt_aoti'
 
 
 def package_path(wire: list, specs: list) -> Path:
@@ -88,30 +105,26 @@ def load(path: Path, specs: list) -> Any:
     """A callable taking the region's inputs and returning the list of its outputs, on
     the GPU its inputs are on: a CUDA package otherwise runs on the calling thread's
     current device, which is cuda:0 for a worker on cuda:1 (workers never switch it)."""
-    index = device_index(specs)
-    # A CPU package gets no device argument, which older torch versions lack.
-    package = torch._inductor.aoti_load_package(str(path)) if index < 0 else \
-        torch._inductor.aoti_load_package(str(path), device_index=index)
-    return flat_caller(package, len(specs))
+    # torch's own loader (torch._inductor.aoti_load_package) makes the same C++ loader.
+    loader = torch._C._aoti.AOTIModelPackageLoader(str(path), 'model', False, 1,
+                                                   device_index(specs))
+    return flat_caller(loader, len(specs))
 
 
-def flat_caller(package: Any, inputs: int) -> Any:
-    """`package` called with its inputs handed to its loader as one list.
+def flat_caller(loader: Any, inputs: int) -> Any:
+    """The package `loader` called with its inputs handed over as one list.
 
     torch's AOTICompiledModel parses its call spec (JSON) and walks both pytrees on
     every call, to take and return any structure, on the worker's loop: measured, a call
     of an MLP step's region (6 inputs, 5 outputs) took 330 µs that way against 275, and
     a region of 105 inputs paid 130 µs. A region's inputs are `inputs` tensors and it
-    returns a flat tuple of them, so the loader can take the list as is; a package of
-    another form, or a torch without `boxed_run`, keeps torch's call."""
-    loader = getattr(package, 'loader', None)
-    if loader is None or not hasattr(loader, 'boxed_run'):
-        return package
+    returns a flat tuple of them, so the loader takes the list as is."""
     in_spec, out_spec = (pytree.treespec_loads(spec) for spec in loader.get_call_spec())
     flat_in = pytree.tree_structure((tuple(range(inputs)), {}))
     flat_out = pytree.tree_structure(tuple(range(out_spec.num_leaves)))
     if in_spec != flat_in or out_spec != flat_out:
-        return package
+        raise RuntimeError(f'the package takes {in_spec} and returns {out_spec}, not a flat '
+                           f'tuple of {inputs} tensors and a flat tuple of tensors')
     run = loader.boxed_run
     return lambda *values: run(list(values))
 

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 import msgpack
 
+NICER = 10  # the helper's niceness above its worker's: the running programs come first
 
 class CompileHelper:
     """The worker's side: start the helper on first use, and ask it to build a package."""
@@ -64,6 +65,13 @@ class CompileHelper:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'gt.runtime.compile_helper', '--parent', str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # Lowered from here, before its interpreter has started: its imports (torch, gt,
+        # then Inductor: seconds of CPU) must not take cores from the worker's programs.
+        try:
+            os.setpriority(os.PRIO_PROCESS, self.process.pid,
+                           min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICER))
+        except ProcessLookupError:
+            pass  # it died at once: the request's write finds that and says so
 
     def close(self) -> None:
         self.closed = True  # a compile still queued must not start a new helper
@@ -73,7 +81,6 @@ class CompileHelper:
 
 
 def serve(parent: int) -> None:
-    os.nice(10)  # the worker's running programs come first, from the imports on
     # A worker that is stopping ignores SIGTERM, and a child inherits that: restore it,
     # so that exit_with_parent can end this process.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -9,6 +9,7 @@ Most tests use torch's cheap `eager` and `aot_eager` backends; the Inductor test
 compiles for real (tens of seconds on a loaded 2-core machine)."""
 
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -362,9 +363,9 @@ def test_cudagraphs_on_a_cpu_worker_is_refused_once_and_the_run_goes_on_eagerly(
 
 
 BROKEN_PACKAGES = """
-# Every AOTInductor package built in this process is written at once and fails when
-# called: it reads address 0 (the SIGSEGV that torch 2.11's packages gave on an H200), or
-# raises.
+# Every AOTInductor package built in this process is written at once and fails as it is
+# loaded: its loader reads address 0 (the SIGSEGV that torch 2.11's packages gave on an
+# H200), or raises.
 import ctypes
 import pathlib
 
@@ -372,28 +373,25 @@ import torch._inductor
 
 
 def compile_and_package(exported, package_path):
-    pathlib.Path(package_path).write_bytes(b'a package that fails whoever runs it')
+    pathlib.Path(package_path).write_bytes(b'a package that fails whoever loads it')
     return package_path
 
 
-def fail(*inputs):
-    if {crash}:
-        ctypes.string_at(0)
-    raise MemoryError('out of memory in the first call')
-
-
-def load_package(path, **options):
-    return fail
+class BrokenLoader:
+    def __init__(self, *arguments):
+        if {crash}:
+            ctypes.string_at(0)
+        raise MemoryError('out of memory as it loaded')
 
 
 torch._inductor.aoti_compile_and_package = compile_and_package
-torch._inductor.aoti_load_package = load_package
+torch._C._aoti.AOTIModelPackageLoader = BrokenLoader
 """
 
 
 @pytest.mark.parametrize('crash, said', [
     (True, 'died while building or trying the package: Segmentation fault (signal 11)'),
-    (False, 'MemoryError: out of memory in the first call')])
+    (False, 'MemoryError: out of memory as it loaded')])
 def test_a_package_that_fails_its_trial_is_dropped_and_the_worker_runs_on(
         start_cluster, tmp_path, monkeypatch, crash, said):
     """A crash ends the helper, not the worker; either way no package is kept."""
@@ -457,21 +455,47 @@ def test_inductor_compiles_beside_running_steps_and_its_packages_survive_a_resta
         assert '= torch_vjp(' in gt.debug.dump_ir(show=False)  # what once failed to export
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)
     private.stop()
-    # The worker called those packages through their loader, skipping torch's pytree
-    # wrapper (the losses above are that path's); a torch whose packages take another
-    # form would silently fall back to the wrapper, and is said here.
     packages = list((tmp_path / 'inductor').rglob('*.pt2'))
     assert packages
-    for path in packages:
-        package = torch._inductor.aoti_load_package(str(path))
-        inputs = torch.utils._pytree.treespec_loads(package.loader.get_call_spec()[0])
-        assert aot_package.flat_caller(package, inputs.num_leaves) is not package, path
+    _load_without_inductor(packages, env)
 
     restarted = start_cluster(workers=1, env=env)
     with connected(restarted.address):
         losses, seen = train_until_compiled(seconds=120)
         assert total('compile_seconds') < first_compile / 3, seen[-1]  # loaded, not built
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-4, atol=1e-5)
+
+
+def _load_without_inductor(packages: list, env: dict) -> None:
+    """The worker's loading path, in a new process: each package loads and takes its
+    inputs as one flat list, and torch._inductor (seconds of imports, which in a worker
+    stall its loop) is never imported."""
+    result = run_script(f'''
+        import sys
+        import torch
+        from gt.runtime import aot_package
+        for path in {[str(path) for path in packages]!r}:
+            assert aot_package.cache_dir() in aot_package.Path(path).parents, path
+            loader = torch._C._aoti.AOTIModelPackageLoader(path, 'model', False, 1, -1)
+            inputs = torch.utils._pytree.treespec_loads(loader.get_call_spec()[0])
+            aot_package.load(path, [[[], [], 'float32', 'cpu']] * inputs.num_leaves)
+        print('imported torch._inductor:', 'torch._inductor' in sys.modules)
+    ''', env=env)
+    assert 'imported torch._inductor: False' in result.stdout, result.explain()
+
+
+@pytest.mark.parametrize('setting', [None, 'relative/inductor'])
+def test_packages_live_in_inductors_cache_directory(tmp_path, monkeypatch, setting):
+    """Where Inductor keeps its cache (the worker finds it without importing Inductor)."""
+    monkeypatch.chdir(tmp_path)
+    if setting is None:
+        monkeypatch.delenv('TORCHINDUCTOR_CACHE_DIR', raising=False)
+    else:
+        monkeypatch.setenv('TORCHINDUCTOR_CACHE_DIR', setting)
+    found = aot_package.cache_dir()
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    assert found == pathlib.Path(cache_dir()) / 'gt_aoti'
 
 
 def test_the_compile_demo_runs_and_matches_torch():
