@@ -146,7 +146,8 @@ def get_float32_matmul_precision() -> str:
 
 
 def sync() -> None:
-    """Send pending work now (without waiting for it to finish)."""
+    """Send pending work now, without waiting for it to finish (unless this session is
+    already GT_MAX_QUEUED fragments ahead of the workers: gt.runtime.pacing)."""
     _current().flush()
 
 

@@ -27,6 +27,7 @@ from gt.runtime.fetched import assemble
 from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import describe, user_location
+from gt.runtime.pacing import Pacer
 from gt.runtime.protocol import (
     Configure,
     Dumped,
@@ -35,6 +36,8 @@ from gt.runtime.protocol import (
     Goodbye,
     Hello,
     KeepAlive,
+    Mark,
+    Marked,
     Ping,
     ProtocolError,
     Refused,
@@ -42,7 +45,7 @@ from gt.runtime.protocol import (
     StatsRequest,
     Submit,
     Welcome,
-    encode,
+    check_size,
 )
 from gt.runtime.session_errors import (
     OUT_OF_MEMORY,
@@ -93,6 +96,7 @@ class Client:
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
         self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.next_request = 0
+        self.pacer = Pacer(self._send_mark, lambda request: self._wait(Marked, request))
         self.closed = False
         self.probe = shared_memory.make_probe() if shared_memory.available() else ''
         try:
@@ -232,8 +236,9 @@ class Client:
             self.releases.append(value_id)
 
     # ---- sending -------------------------------------------------------------------------
-    def flush(self, fetch: list[int] = ()) -> int:
-        """Send the pending fragment, releases and fetches in one message; return its request."""
+    def flush(self, fetch: list[int] = (), pace: bool = True) -> int:
+        """Send the pending fragment, releases and fetches in one message; return its
+        request. `pace`: wait if this session is too far ahead (gt.runtime.pacing)."""
         if _process_id != self.pid:
             raise RuntimeError(
                 f'this GT connection belongs to process {self.pid}; a forked child cannot use '
@@ -263,27 +268,20 @@ class Client:
         message = Submit(structure, pending.base, pending.externals, pending.literals,
                          releases, list(fetch), self.next_request)
         if self.max_message_bytes:
-            self._check_size(message, frames)
+            check_size(message, frames, self.max_message_bytes)
         send(self.socket, message, frames)
         diagnostics.debug('client', lambda: (
             f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
             f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
-        return self.next_request
+        request = self.next_request
+        if pace:
+            self.pacer.sent()
+        return request
 
-    def _check_size(self, message: Submit, frames: list) -> None:
-        """The server drops larger messages unread: say so here, at the user's line."""
-        data = sum(memoryview(f).nbytes for f in frames)
-        # msgpack spends at most 9 bytes on a number and 5 on a length: a bound that
-        # spares encoding every message twice.
-        numbers = (len(message.externals) + len(message.literals) + len(message.releases)
-                   + len(message.fetch))
-        if len(message.structure) + 9 * numbers + 64 + data <= self.max_message_bytes:
-            return
-        size = len(encode(message)) + data
-        if size > self.max_message_bytes:
-            raise ValueError(f'this work is a {size:,}-byte message, over the server\'s bound '
-                             f'of {self.max_message_bytes:,} bytes (gt.server '
-                             '--max-message-bytes): send the data in smaller tensors')
+    def _send_mark(self) -> int:
+        self.next_request += 1
+        send(self.socket, Mark(self.next_request))
+        return self.next_request
 
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
         started = time.perf_counter()
@@ -312,7 +310,7 @@ class Client:
         if self.closed or _process_id != self.pid:
             return  # a forked child must not end its parent's session
         try:
-            self.flush()  # work the script recorded but never looked at still runs
+            self.flush(pace=False)  # work the script recorded but never looked at still runs
         except zmq.ZMQError:
             pass
         self.closed = True
@@ -340,6 +338,8 @@ class Client:
                 last_heard = time.monotonic()
                 if isinstance(message, Refused):
                     raise ConnectionError(f'the GT dispatcher refused: {message.reason}')
+                if isinstance(message, Marked):
+                    self.pacer.marked(message.request)
                 if isinstance(message, kind) and getattr(message, 'request', request) == request:
                     return message, frames
                 continue

@@ -9,6 +9,7 @@ and the server's limits in gt.runtime.guards.
 """
 
 import contextlib
+import functools
 import gc
 import itertools
 import os
@@ -43,6 +44,8 @@ from gt.runtime.protocol import (
     Heartbeat,
     Hello,
     KeepAlive,
+    Mark,
+    Marked,
     Ping,
     Pong,
     ProtocolError,
@@ -113,7 +116,7 @@ class Dispatcher(WorkerLinks):
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,
             StatsRequest: self.stats_request, Register: self.register, Heartbeat: self.heartbeat,
             Fetched: self.worker_reply, Stats: self.worker_reply, Done: self.done,
-            ExpressReady: self.express_ready,
+            ExpressReady: self.express_ready, Mark: self.mark,
         }
 
     # ---- the loop ------------------------------------------------------------------------
@@ -369,6 +372,16 @@ class Dispatcher(WorkerLinks):
                 identity, message)))
             return
         self._stats(identity, message)
+
+    def mark(self, identity: bytes, message: Mark, frames: list) -> None:
+        """Answered once the session's fragments before it have gone to the workers
+        (gt.runtime.pacing); at once for a session this dispatcher does not know."""
+        session = self.sessions.get(identity)
+        answer = functools.partial(self._send, identity, Marked(message.request))
+        if session is not None and session.queue:
+            self.scheduler.submit(session, Fragment(message, [], -1, [], answer))
+            return
+        answer()
 
     def _stats(self, identity: bytes, message: StatsRequest) -> None:
         live = self._live_workers()

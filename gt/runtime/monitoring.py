@@ -97,4 +97,5 @@ def accounting(session: Session) -> dict:
             held[worker] = held.get(worker, 0) + size
     return {'number': session.number, 'client': session.client, 'ops': session.ops,
             'programs': session.programs, 'values': len(session.values),
+            'queued_peak': session.queued_peak,
             'worker_seconds': dict(session.worker_seconds), 'bytes': held}

@@ -73,6 +73,7 @@ class Session:
     # Scheduling (gt.runtime.scheduler): fragments not yet sent, in order; the worker-
     # seconds it was served, divided by its weight.
     queue: deque = field(default_factory=deque)
+    queued_peak: int = 0  # the longest its queue has been (gt.runtime.pacing bounds it)
     weight: float = 1.0
     served: float = 0.0
     # Its longest recent program's seconds as of `longest_at`, halving every

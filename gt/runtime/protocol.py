@@ -59,6 +59,14 @@ class StatsRequest(NamedTuple):
     request: int
 
 
+class Mark(NamedTuple):
+    """A point in the client's stream of fragments, answered with `Marked(request)` once
+    every fragment sent before it has left the dispatcher's queue for the workers: how a
+    client learns how far ahead it is (gt.runtime.pacing)."""
+
+    request: int
+
+
 class DumpRequest(NamedTuple):
     """Ask for the IR of this client's last fragment as the passes left it: `form` is
     'ir' (text), 'workers' (the lowered per-worker programs) or 'dot' (Graphviz)."""
@@ -96,6 +104,10 @@ class Pong(NamedTuple):
 class Dumped(NamedTuple):
     request: int
     text: str
+
+
+class Marked(NamedTuple):
+    request: int
 
 
 # ---- dispatcher -> worker --------------------------------------------------------------
@@ -201,7 +213,7 @@ class Stats(NamedTuple):
 MESSAGES = [
     Hello, Submit, Ping, StatsRequest, DumpRequest, Goodbye, KeepAlive, Welcome, Refused, Pong,
     Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats, Configure,
-    Peers, Done, ExpressReady,
+    Peers, Done, ExpressReady, Mark, Marked,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(message._fields) for message in MESSAGES}
@@ -209,6 +221,23 @@ _ARITY = {message: len(message._fields) for message in MESSAGES}
 
 def encode(message: Any) -> bytes:
     return msgpack.packb((_KIND[type(message)], *message), use_bin_type=True)
+
+
+def check_size(message: Submit, frames: list, bound: int) -> None:
+    """The server drops messages over `bound` bytes unread: a client says so at the
+    user's line instead."""
+    data = sum(memoryview(frame).nbytes for frame in frames)
+    # msgpack spends at most 9 bytes on a number and 5 on a length: a bound that spares
+    # encoding every message twice.
+    numbers = (len(message.externals) + len(message.literals) + len(message.releases)
+               + len(message.fetch))
+    if len(message.structure) + 9 * numbers + 64 + data <= bound:
+        return
+    size = len(encode(message)) + data
+    if size > bound:
+        raise ValueError(f'this work is a {size:,}-byte message, over the server\'s bound of '
+                         f'{bound:,} bytes (gt.server --max-message-bytes): send the data in '
+                         'smaller tensors')
 
 
 def decode(header: bytes) -> Any:

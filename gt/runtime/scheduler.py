@@ -73,6 +73,7 @@ class Scheduler:
             session.served = max(session.served, self.clock)  # no credit for idle time
             self.waiting.append(session)
         session.queue.append(fragment)
+        session.queued_peak = max(session.queued_peak, len(session.queue))
         self.dispatch()
 
     def done(self, worker: int, session, seconds: float, lane: str = MAIN) -> None:

@@ -32,6 +32,7 @@ class FakeSession:
     weight: float = 1.0
     served: float = 0.0
     queue: deque = field(default_factory=deque)
+    queued_peak: int = 0
     number: int = field(default_factory=lambda: next(_numbers))
     longest_recent: float | None = None
     longest_at: float = field(default_factory=time.monotonic)
