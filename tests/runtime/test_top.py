@@ -195,7 +195,10 @@ def wait_ready(client) -> None:
 
 
 def spawn_top(*args: str, env: dict | None = None) -> pexpect.spawn:
-    full_env = {**os.environ, 'TERM': 'xterm-256color', **(env or {})}
+    # COLUMNS and LINES would win over the terminal's size (pytest-xdist sets 80x24).
+    inherited = {key: value for key, value in os.environ.items()
+                 if key not in ('COLUMNS', 'LINES')}
+    full_env = {**inherited, 'TERM': 'xterm-256color', **(env or {})}
     return pexpect.spawn(sys.executable, ['-m', 'gt.scripts.top', *args], cwd=ROOT,
                          env=full_env, dimensions=(40, 120), encoding='utf-8', timeout=30)
 
