@@ -23,6 +23,7 @@ from gt.runtime.curve import HandshakeWatch, Keys
 from gt.runtime.engines import make_engine
 from gt.runtime.exchange import PeerExchange
 from gt.runtime.express_lane import ExpressLane, Lane
+from gt.runtime.host_memory import HostMemory
 from gt.runtime.program import Failed, Program
 from gt.runtime.protocol import (
     Done,
@@ -74,6 +75,7 @@ class Worker:
         self.threads = WorkerThreads(tune=self.engine.name == 'torch'
                                      and self.engine.device.type == 'cpu')
         self.express = ExpressLane(self)
+        self.host_memory = HostMemory()
         self.probes_seen: dict[str, bool] = {}
         self.salt = 0
         self.ops_run = 0
@@ -183,8 +185,11 @@ class Worker:
 
     def _beat(self) -> None:
         heartbeat = dealer(self.endpoint, keys=self.keys)
+        programs_run = self.programs_run
         while True:
             send(heartbeat, Heartbeat(self.identity, self._take_activity()))
+            self.host_memory.after_beat(ran_programs=self.programs_run != programs_run)
+            programs_run = self.programs_run
             threading.Event().wait(HEARTBEAT_SECONDS)
 
     def _take_activity(self, periodic: bool = True) -> dict:
@@ -362,6 +367,7 @@ class Worker:
             'tensors': len(live), 'bytes': sum(self.engine.nbytes(v) for v in live),
             'ops': self.ops_run, 'programs_run': self.programs_run,
             'express_programs': self.express.runs,
+            'host_memory_kept': self.host_memory.kept, 'host_memory_trims': self.host_memory.trims,
             'programs_cached': len(self.programs), 'sessions': len(self.values),
             'peer_endpoints': self.exchange.endpoints,
             'peer_curve': self.exchange.keys is not None,
