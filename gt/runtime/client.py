@@ -96,7 +96,8 @@ class Client:
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)
         self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.next_request = 0
-        self.pacer = Pacer(self._send_mark, lambda request: self._wait(Marked, request))
+        self.pacer = Pacer(lambda number: send(self.socket, Mark(number)),
+                           lambda number: self._wait(Marked, number))
         self.closed = False
         self.probe = shared_memory.make_probe() if shared_memory.available() else ''
         try:
@@ -278,11 +279,6 @@ class Client:
             self.pacer.sent()
         return request
 
-    def _send_mark(self) -> int:
-        self.next_request += 1
-        send(self.socket, Mark(self.next_request))
-        return self.next_request
-
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
         started = time.perf_counter()
         request = self.flush(value_ids)
@@ -339,7 +335,10 @@ class Client:
                 if isinstance(message, Refused):
                     raise ConnectionError(f'the GT dispatcher refused: {message.reason}')
                 if isinstance(message, Marked):
-                    self.pacer.marked(message.request)
+                    self.pacer.marked(message.number)
+                    if kind is Marked and message.number == request:
+                        return message, frames
+                    continue
                 if isinstance(message, kind) and getattr(message, 'request', request) == request:
                     return message, frames
                 continue

@@ -377,7 +377,7 @@ class Dispatcher(WorkerLinks):
         """Answered once the session's fragments before it have gone to the workers
         (gt.runtime.pacing); at once for a session this dispatcher does not know."""
         session = self.sessions.get(identity)
-        answer = functools.partial(self._send, identity, Marked(message.request))
+        answer = functools.partial(self._send, identity, Marked(message.number))
         if session is not None and session.queue:
             self.scheduler.submit(session, Fragment(message, [], -1, [], answer))
             return

@@ -11,8 +11,8 @@ script wait when it is full, a GT client waits here.
 Every `MAX_QUEUED // 2` fragments the client sends a Mark, which the dispatcher answers
 (Marked) once every fragment before it has gone to the workers; before the next Mark it
 waits for the answer to the last. So the dispatcher holds at most `MAX_QUEUED` fragments
-of a session, and a client that is not that far ahead never waits: its answer came long
-ago, read beside some other reply or now.
+of a session (2 at least), and a client that is not that far ahead never waits: its
+answer came long ago, read beside some other reply or now.
 """
 
 import os
@@ -23,15 +23,17 @@ MAX_QUEUED = int(os.environ.get('GT_MAX_QUEUED', '64'))
 
 
 class Pacer:
-    """`send_mark()` sends a Mark and returns its request; `wait_marked(request)` returns
-    once its answer has come, having called `marked` for it and for any before it."""
+    """`send_mark(number)` sends Mark(number); `wait_marked(number)` returns once its
+    answer has come, having called `marked` for it and for any before it. Marks are
+    numbered apart from requests: they are not the client's requests but its pace."""
 
-    def __init__(self, send_mark: Callable[[], int],
+    def __init__(self, send_mark: Callable[[int], None],
                  wait_marked: Callable[[int], None]) -> None:
         self.send_mark = send_mark
         self.wait_marked = wait_marked
         self.every = max(1, MAX_QUEUED // 2) if MAX_QUEUED > 0 else 0
         self.since_mark = 0
+        self.marks_sent = 0
         self.unanswered: deque[int] = deque()  # Marks sent and not answered yet, in order
 
     def sent(self) -> None:
@@ -44,9 +46,11 @@ class Pacer:
         self.since_mark = 0
         if self.unanswered:
             self.wait_marked(self.unanswered[0])
-        self.unanswered.append(self.send_mark())
+        self.marks_sent += 1
+        self.send_mark(self.marks_sent)
+        self.unanswered.append(self.marks_sent)
 
-    def marked(self, request: int) -> None:
-        """The dispatcher answered the Mark of `request` (the answers come in order)."""
-        while self.unanswered and self.unanswered[0] <= request:
+    def marked(self, number: int) -> None:
+        """The dispatcher answered Mark `number` (the answers come in order)."""
+        while self.unanswered and self.unanswered[0] <= number:
             self.unanswered.popleft()

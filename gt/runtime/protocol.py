@@ -60,11 +60,11 @@ class StatsRequest(NamedTuple):
 
 
 class Mark(NamedTuple):
-    """A point in the client's stream of fragments, answered with `Marked(request)` once
+    """A point in the client's stream of fragments, answered with `Marked(number)` once
     every fragment sent before it has left the dispatcher's queue for the workers: how a
     client learns how far ahead it is (gt.runtime.pacing)."""
 
-    request: int
+    number: int
 
 
 class DumpRequest(NamedTuple):
@@ -107,7 +107,7 @@ class Dumped(NamedTuple):
 
 
 class Marked(NamedTuple):
-    request: int
+    number: int
 
 
 # ---- dispatcher -> worker --------------------------------------------------------------
