@@ -5,7 +5,7 @@ a loop whose worker is slower than its client, and torch for the numbers."""
 import numpy as np
 import pytest
 import torch
-from gt_test_support import connected
+from gt_test_support import connected, run_script
 
 import gt
 from gt.runtime import pacing
@@ -68,3 +68,19 @@ def test_a_mark_from_a_stranger_is_answered_at_once(cluster):
         assert message == Marked(7)
     finally:
         stranger.close(linger=0)
+
+
+def test_gt_max_queued_sets_the_bound(cluster):
+    result = run_script(f'''
+        import gt
+        gt.connect({cluster.address!r})
+        w, x = gt.randn(256, 256) / 16, gt.randn(256, 256)
+        for _ in range(40):
+            for _ in range(4):
+                x = gt.tanh(x @ w)
+            gt.sync()
+        x.sum().item()
+        print('peak', gt.debug.get_dispatcher_stats()['session']['queued_peak'])
+    ''', env={'GT_MAX_QUEUED': '4'})
+    assert result.returncode == 0, result.explain()
+    assert 2 <= int(result.stdout.split()[-1]) <= 4 + 1, result.stdout
