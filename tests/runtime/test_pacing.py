@@ -5,7 +5,7 @@ a loop whose worker is slower than its client, and torch for the numbers."""
 import numpy as np
 import pytest
 import torch
-from gt_test_support import connected, run_script
+from gt_test_support import connected, finish_script, read_line, run_script, start_script
 
 import gt
 from gt.runtime import pacing
@@ -84,3 +84,29 @@ def test_gt_max_queued_sets_the_bound(cluster):
     ''', env={'GT_MAX_QUEUED': '4'})
     assert result.returncode == 0, result.explain()
     assert 2 <= int(result.stdout.split()[-1]) <= 4 + 1, result.stdout
+
+
+@pytest.mark.time_limit(90)
+def test_a_client_streaming_to_a_dispatcher_that_died_is_told_at_its_next_wait(start_cluster):
+    """Unpaced, such a loop ran on to its end, its work queued in the socket; paced, a
+    flush waits for the dispatcher and says it is gone (GT_TIMEOUT)."""
+    private = start_cluster(workers=1)
+    script = start_script(f'''
+        import gt
+        gt.connect({private.address!r})
+        w, x = gt.randn(256, 256) / 16, gt.randn(256, 256)
+        x.sum().item()
+        print('streaming', flush=True)
+        try:
+            for _ in range(100_000):
+                for _ in range(4):
+                    x = gt.tanh(x @ w)
+                gt.sync()
+            print('the loop ran to its end')
+        except ConnectionError as error:
+            print('raised:', error)
+    ''', env={'GT_TIMEOUT': '2'})
+    assert read_line(script, 60).strip() == 'streaming'
+    private.server.kill()
+    result = finish_script(script, 60)
+    assert 'raised: no answer from the GT dispatcher' in result.stdout, result.explain()
