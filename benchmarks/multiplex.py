@@ -7,8 +7,9 @@
    the express lane, and with the windows opened wide too (first come, first served, as
    before the scheduler). Targets: within 5x of alone, and under one heavy program plus
    the alone latency.
-2. 4 identical clients training at once: per-client throughput max/min (target <= 1.25)
-   and the aggregate against one client alone (target >= 0.9x).
+2. 4 identical clients training at once (started together once all are warm):
+   per-client throughput max/min (target <= 1.25) and the aggregate against one client
+   alone (target >= 0.9x).
 3. One client streaming fragments without fetching, per window size: what the window
    costs a lone client (why the default is what it is).
 
@@ -54,7 +55,7 @@ while True:
     x.sum().item()
 """
 TRAIN = """
-import json, time, gt
+import json, sys, time, gt
 gt.connect('{address}')
 w = gt.randn(256, 256, requires_grad=True)
 x = gt.randn(128, 256)
@@ -66,6 +67,8 @@ def step():
     w.grad = None
     return loss.item()
 step()
+print('ready', flush=True)
+sys.stdin.readline()  # all clients start timing together
 start = time.perf_counter()
 for _ in range({steps}):
     step()
@@ -107,12 +110,12 @@ class Server:
 
     def start(self, code: str, **fields) -> subprocess.Popen:
         source = textwrap.dedent(code).format(address=self.address, **fields)
-        return subprocess.Popen([sys.executable, '-c', source], stdout=subprocess.PIPE,
-                                text=True)
+        return subprocess.Popen([sys.executable, '-c', source], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
 
     def run(self, code: str, **fields):
         process = self.start(code, **fields)
-        out, _ = process.communicate(timeout=600)
+        out, _ = process.communicate('go\n', timeout=600)
         return json.loads(out.strip().splitlines()[-1])
 
     def stop(self) -> None:
@@ -170,7 +173,14 @@ def main() -> None:
     server = Server()
     try:
         single = server.run(TRAIN, steps=150)
+        # Each client imports torch for seconds, longer than its 150 steps: they start
+        # timing together, once all are connected and warm.
         clients = [server.start(TRAIN, steps=150) for _ in range(4)]
+        for client in clients:
+            assert client.stdout.readline().strip() == 'ready'
+        for client in clients:
+            client.stdin.write('go\n')
+            client.stdin.flush()
         rates = [json.loads(c.communicate(timeout=600)[0].strip().splitlines()[-1])
                  for c in clients]
     finally:
