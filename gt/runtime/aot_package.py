@@ -47,7 +47,7 @@ def cache_dir() -> Path:
     if chosen is None:
         try:
             user = getpass.getuser()
-        except (KeyError, OSError):  # no name for this uid (a container's user, say)
+        except (KeyError, ModuleNotFoundError, OSError):  # a uid with no name, say
             user = f'uid_{os.getuid()}'
         chosen = os.path.join(tempfile.gettempdir(),
                               'torchinductor_' + re.sub(r'[\\/:*?"<>|]', '_', user))

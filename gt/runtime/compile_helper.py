@@ -29,6 +29,7 @@ import msgpack
 
 NICER = 10  # the helper's niceness above its worker's: the running programs come first
 
+
 class CompileHelper:
     """The worker's side: start the helper on first use, and ask it to build a package."""
 
