@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from gt.ir.dtypes import DTYPE_NAMES, NUMPY_DTYPES, TORCH_DTYPES
+from gt.runtime import environment
 
 LITERALS_CACHED = 256
 
@@ -83,7 +84,7 @@ class TorchEngine:
         if self.device.type == 'cuda' and self.device.index is None:
             self.device = torch.device('cuda', torch.cuda.current_device())  # say which GPU
         if self.device.type == 'cpu' and 'GT_WORKER_THREADS' in os.environ:
-            torch.set_num_threads(int(os.environ['GT_WORKER_THREADS']))
+            torch.set_num_threads(environment.integer('GT_WORKER_THREADS', 1))
 
     def implementation(self, row: Any) -> Any:
         return row.torch

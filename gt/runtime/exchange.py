@@ -28,10 +28,11 @@ import zmq
 
 from gt.ir.exchange_plan import plan_exchange
 from gt.ir.placement import decode_placement, local_shape
+from gt.runtime import environment
 from gt.runtime.program import Failed
 
 # A last resort: a peer that lives but never sends (which GT's ordering rules out).
-PEER_TIMEOUT = float(os.environ.get('GT_PEER_TIMEOUT', '300'))
+PEER_TIMEOUT = environment.number('GT_PEER_TIMEOUT', 300.0)
 POLL_MILLISECONDS = 100
 
 

@@ -15,11 +15,12 @@ of a session (2 at least), and a client that is not that far ahead never waits: 
 answer came long ago, read beside some other reply or now.
 """
 
-import os
 from collections import deque
 from typing import Callable
 
-MAX_QUEUED = int(os.environ.get('GT_MAX_QUEUED', '64'))
+from gt.runtime import environment
+
+MAX_QUEUED = environment.integer('GT_MAX_QUEUED', 64)
 
 
 class Pacer:

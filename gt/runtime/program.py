@@ -5,13 +5,13 @@ order. A program names no client ids, so one encoding serves every fragment with
 same structure; the worker decodes it once and keeps it by id.
 """
 
-import os
 from collections import Counter
 from typing import Any
 
 import msgpack
 
 from gt.ir import OPS, Graph, Value
+from gt.runtime import environment
 from gt.runtime.buffer_reuse import reusable_operands
 from gt.runtime.codegen import Step, generate
 from gt.runtime.compiled_program import CompiledProgram
@@ -19,7 +19,7 @@ from gt.runtime.compiler import Compiler
 
 # A program run this often is hot: worth turning into a Python function, and compiling
 # when the session asked for that (GT_HOTPATH_THRESHOLD).
-HOT_RUNS = int(os.environ.get('GT_HOTPATH_THRESHOLD', '2'))
+HOT_RUNS = environment.integer('GT_HOTPATH_THRESHOLD', 2)
 
 
 def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: list | None = None

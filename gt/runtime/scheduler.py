@@ -33,15 +33,16 @@ on its main lane after the programs before it, with its device synchronized. So 
 the session's barrier (`gt.cuda.synchronize()`, `gt.debug.get_worker_stats()`).
 """
 
-import os
 import time
 from typing import Callable, NamedTuple
 
-WINDOW = int(os.environ.get('GT_WORKER_WINDOW', '4'))
+from gt.runtime import environment
+
+WINDOW = environment.integer('GT_WORKER_WINDOW', 4)
 # While several sessions use a worker: at most this many programs wait there.
-SHARED_WINDOW = int(os.environ.get('GT_SHARED_WINDOW', '1'))
+SHARED_WINDOW = environment.integer('GT_SHARED_WINDOW', 1)
 RECENT_SECONDS = 0.5  # a session that sent work this recently still shares the worker
-EXPRESS_SECONDS = float(os.environ.get('GT_EXPRESS_SECONDS', '0.002'))
+EXPRESS_SECONDS = environment.number('GT_EXPRESS_SECONDS', 0.002)
 # A session's longest recent program counts half as much after this many seconds: a cold
 # first run (tens of ms) makes it light again within a few seconds, while a session that
 # keeps running long programs stays heavy.

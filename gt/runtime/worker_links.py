@@ -5,12 +5,11 @@ dispatcher mirrors each worker's cache of decoded programs).
 """
 
 import hmac
-import os
 import time
 
 import zmq
 
-from gt.runtime import diagnostics
+from gt.runtime import diagnostics, environment
 from gt.runtime.peers import Session, WorkerHandle
 from gt.runtime.planner import WorkerPlan
 from gt.runtime.protocol import (
@@ -28,9 +27,9 @@ from gt.runtime.protocol import (
 )
 from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
 
-HEARTBEAT_TIMEOUT = float(os.environ.get('GT_HEARTBEAT_TIMEOUT', '3'))
+HEARTBEAT_TIMEOUT = environment.number('GT_HEARTBEAT_TIMEOUT', 3.0)
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
-SESSION_TIMEOUT = float(os.environ.get('GT_SESSION_TIMEOUT', '30'))
+SESSION_TIMEOUT = environment.number('GT_SESSION_TIMEOUT', 30.0)
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 
