@@ -1,4 +1,4 @@
-"""A CPU worker's freed tensor memory: kept for the next run, given back when idle.
+"""A worker's freed host memory: kept for the next run, given back when idle.
 
 torch allocates a CPU tensor with malloc and frees it as soon as it dies. glibc serves a
 large block (over 128 KB at first, then over the size of the last large block freed)
@@ -8,10 +8,11 @@ each step wrote to fresh pages, a page fault each: measured, 157 faults a step o
 784-512-512-10 (batch 128), whose eager step in GT took 1.27-1.35x torch's (torch
 updates in place and faults none); with freed memory kept, none, and 1.10-1.18x.
 
-So a CPU worker asks glibc to serve blocks under `KEPT_BYTES` from its heap and to keep
+So a worker asks glibc to serve blocks under `KEPT_BYTES` from its heap and to keep
 up to that much freed memory there, as a GPU's caching allocator keeps freed memory; and
 once a heartbeat passes with no program run, it gives what is free back to the OS
-(malloc_trim), so an idle worker holds only its tensors. Where malloc is not glibc's,
+(malloc_trim), so an idle worker holds only its tensors. A GPU worker's tensors are
+not malloc's, so there it covers only host copies. Where malloc is not glibc's,
 nothing changes.
 """
 

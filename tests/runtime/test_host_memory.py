@@ -1,4 +1,4 @@
-"""A CPU worker keeps freed tensor memory for the next run and gives it back when idle
+"""A worker keeps freed host memory for the next run and gives it back when idle
 (gt.runtime.host_memory): counted in page faults and resident memory of real processes."""
 
 import time
