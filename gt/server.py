@@ -9,10 +9,10 @@ may use it.
 
 import argparse
 import os
-import re
 
 import zmq
 
+from gt.runtime import environment
 from gt.runtime.curve import ServerCurve
 from gt.runtime.dispatcher import Dispatcher
 from gt.runtime.guards import Limits
@@ -46,12 +46,12 @@ def main(argv: list[str] | None = None) -> None:
                         'files) are in DIR (GT_CURVE_CLIENTS; default: any key)')
     parser.add_argument('--insecure', action='store_true',
                         help='listen beyond loopback without a token or CURVE')
-    parser.add_argument('--max-message-bytes', type=_size,
-                        default=_size(os.environ.get('GT_MAX_MESSAGE_BYTES', '0')),
+    parser.add_argument('--max-message-bytes', type=environment.size_argument,
+                        default=environment.size('GT_MAX_MESSAGE_BYTES'),
                         help='refuse larger messages unread, e.g. 2G (GT_MAX_MESSAGE_BYTES; '
                         'default: no bound)')
-    parser.add_argument('--session-memory-limit', type=_size,
-                        default=_size(os.environ.get('GT_SESSION_MEMORY_LIMIT', '0')),
+    parser.add_argument('--session-memory-limit', type=environment.size_argument,
+                        default=environment.size('GT_SESSION_MEMORY_LIMIT'),
                         help='bytes one session may hold over all workers, e.g. 8G '
                         '(GT_SESSION_MEMORY_LIMIT; default: no limit)')
     parser.add_argument('--runtime-dir', help=argparse.SUPPRESS)
@@ -99,16 +99,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 LOOPBACK = ('127.0.0.1', 'localhost', '::1', '[::1]')
-UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
-
-
-def _size(text: str) -> int:
-    """`4096`, `512M`, `8G` (binary units; a trailing B or iB is allowed) as bytes."""
-    match = re.fullmatch(r'\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*', str(text), re.I)
-    if match is None:
-        raise argparse.ArgumentTypeError(f'not a size: {text!r} (try 4096, 512M or 8G)')
-    return int(float(match[1]) * UNITS[match[2].upper()])
-
-
 if __name__ == '__main__':
     main()

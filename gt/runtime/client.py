@@ -60,18 +60,18 @@ from gt.runtime.transport import dealer, endpoint_for, receive, send
 # the workers are idle then: a step cut in two costs a message and a program more than
 # its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
 # 1.7-2.1 ms with a 32-op head), and its pieces compile as regions of their own.
-FRAGMENT_LIMIT = environment.integer('GT_FRAGMENT_LIMIT', 256)
-SILENCE_SECONDS = environment.number('GT_TIMEOUT', 10.0)  # no sign of life: give up
+FRAGMENT_LIMIT = environment.integer('GT_FRAGMENT_LIMIT')
+SILENCE_SECONDS = environment.number('GT_TIMEOUT')  # no sign of life: give up
 PING_SECONDS = 1.0
 WORKERLESS_NOTICE_SECONDS = 5.0  # waiting this long at connect for a worker: say so
 KEEP_ALIVE_SECONDS = 1.0
-STARTUP_SECONDS = environment.number('GT_STARTUP_TIMEOUT', 120.0)
+STARTUP_SECONDS = environment.number('GT_STARTUP_TIMEOUT')
 FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 turns it off.
-AUTO_SHARD_ELEMENTS = environment.integer('GT_AUTO_SHARD_ELEMENTS', 262144)
+AUTO_SHARD_ELEMENTS = environment.integer('GT_AUTO_SHARD_ELEMENTS')
 
 
 class Client:
@@ -426,7 +426,7 @@ def _forked() -> None:
 
 
 os.register_at_fork(after_in_child=_forked)
-_auto_workers = environment.integer('GT_WORKERS', 1)
+_auto_workers = environment.integer('GT_WORKERS')
 
 
 def current() -> Client:
@@ -465,7 +465,7 @@ def connect(address: str, token: str | None = None, weight: float | None = None,
 
 
 def _weight(given: float | None) -> float:
-    weight = environment.number('GT_WEIGHT', 1.0) if given is None else float(given)
+    weight = environment.number('GT_WEIGHT') if given is None else float(given)
     if not 0 < weight < 1e6:
         raise ValueError(f'a session weight must be positive, got {weight}')
     return weight

@@ -84,7 +84,7 @@ class TorchEngine:
         if self.device.type == 'cuda' and self.device.index is None:
             self.device = torch.device('cuda', torch.cuda.current_device())  # say which GPU
         if self.device.type == 'cpu' and 'GT_WORKER_THREADS' in os.environ:
-            torch.set_num_threads(environment.integer('GT_WORKER_THREADS', 1))
+            torch.set_num_threads(environment.integer('GT_WORKER_THREADS'))
 
     def implementation(self, row: Any) -> Any:
         return row.torch

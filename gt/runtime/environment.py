@@ -1,29 +1,99 @@
-"""Numbers GT reads from its environment variables: a malformed one is refused by name.
+"""GT's numeric environment variables, each with its default and least value: a malformed
+or out-of-range one is refused by name.
 
 `int(os.environ.get('GT_MAX_QUEUED', '64'))` met with `GT_MAX_QUEUED=lots` said only
 "invalid literal for int() with base 10: 'lots'", from deep inside `import gt` (or from a
-server that then never started), naming neither the variable nor what it wants.
+server that then never started), naming neither the variable nor what it wants. A number
+of the wrong size failed later, or not at all: with `GT_WORKER_WINDOW=0` a script printed
+its result and then never exited (killed after 120 s). The auto-started local server's
+variables are checked in the client before it starts one (`check_all`), so a bad one is
+one error there rather than a child process's traceback.
 """
 
+import argparse
+import math
 import os
+import re
+
+# name: (default, least). An integer has a `least`; a number (None there) is above 0, or
+# at least 0 where ZERO_ALLOWED. GT_WORKER_THREADS has no default of its own: unset, a
+# worker keeps torch's count (the auto-started server sets it, sharing the cores out).
+VARIABLES: dict[str, tuple[int | float | None, int | None]] = {
+    'GT_FRAGMENT_LIMIT': (256, 1),
+    'GT_AUTO_SHARD_ELEMENTS': (262144, 1),
+    'GT_WORKERS': (1, 1),
+    'GT_WORKER_THREADS': (None, 1),
+    'GT_MAX_QUEUED': (64, 0),
+    'GT_WORKER_WINDOW': (4, 1),
+    'GT_SHARED_WINDOW': (1, 1),
+    'GT_HOTPATH_THRESHOLD': (2, 1),
+    'GT_TIMEOUT': (10.0, None),
+    'GT_STARTUP_TIMEOUT': (120.0, None),
+    'GT_WEIGHT': (1.0, None),
+    'GT_HEARTBEAT_TIMEOUT': (3.0, None),
+    'GT_SESSION_TIMEOUT': (30.0, None),
+    'GT_PEER_TIMEOUT': (300.0, None),
+    'GT_EXPRESS_SECONDS': (0.002, None),
+}
+ZERO_ALLOWED = {'GT_EXPRESS_SECONDS'}  # 0 turns the express lane off
+SIZES = ('GT_MAX_MESSAGE_BYTES', 'GT_SESSION_MEMORY_LIMIT')  # bytes; unset or 0: no bound
+UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 
 
-def integer(name: str, default: int) -> int:
-    """The integer in environment variable `name`, or `default` when it is unset."""
-    return _parse(name, default, int, 'an integer')
+def integer(name: str) -> int:
+    """The integer in environment variable `name`, or its default when it is unset."""
+    return int(value_of(name))
 
 
-def number(name: str, default: float) -> float:
-    """The number in environment variable `name`, or `default` when it is unset."""
-    return _parse(name, default, float, 'a number')
+def number(name: str) -> float:
+    """The number in environment variable `name`, or its default when it is unset."""
+    return float(value_of(name))
 
 
-def _parse(name: str, default, kind: type, wanted: str):
+def value_of(name: str) -> int | float:
+    default, least = VARIABLES[name]
     raw = os.environ.get(name)
     if raw is None:
         return default
+    kind = float if least is None else int
     try:
-        return kind(raw)
+        value = kind(raw)
     except ValueError:
-        raise ValueError(f'{name}={raw!r} is not {wanted}; unset it for the default, '
-                         f'{default}') from None
+        _refuse(name, 'not an integer' if kind is int else 'not a number')
+    if kind is int and value < least:
+        _refuse(name, f'below {least}, the least it can be')
+    if kind is float and not math.isfinite(value):
+        _refuse(name, 'not a finite number')
+    if kind is float and (value < 0 or value == 0 and name not in ZERO_ALLOWED):
+        _refuse(name, 'negative' if value < 0 else 'not above 0')
+    return value
+
+
+def size(name: str) -> int:
+    """The byte size in environment variable `name` (see `size_argument`), 0 when unset."""
+    try:
+        return size_argument(os.environ.get(name, '0'))
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f'{name}: {error}') from None
+
+
+def size_argument(text: str) -> int:
+    """`4096`, `512M`, `8G` (binary units; a trailing B or iB is allowed) as bytes."""
+    match = re.fullmatch(r'\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*', str(text), re.I)
+    if match is None:
+        raise argparse.ArgumentTypeError(f'not a size: {text!r} (try 4096, 512M or 8G)')
+    return int(float(match[1]) * UNITS[match[2].upper()])
+
+
+def check_all() -> None:
+    """Refuse any of the variables that is set but malformed or out of range."""
+    for name in VARIABLES:
+        value_of(name)
+    for name in SIZES:
+        size(name)
+
+
+def _refuse(name: str, problem: str):
+    default = VARIABLES[name][0]
+    raise ValueError(f'{name}={os.environ[name]!r} is {problem}; unset it for the default'
+                     + ('' if default is None else f', {default}')) from None

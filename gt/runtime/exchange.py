@@ -32,7 +32,7 @@ from gt.runtime import environment
 from gt.runtime.program import Failed
 
 # A last resort: a peer that lives but never sends (which GT's ordering rules out).
-PEER_TIMEOUT = environment.number('GT_PEER_TIMEOUT', 300.0)
+PEER_TIMEOUT = environment.number('GT_PEER_TIMEOUT')
 POLL_MILLISECONDS = 100
 
 

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from gt.runtime import diagnostics
+from gt.runtime import diagnostics, environment
 
 STOP_SECONDS = 5.0
 
@@ -30,6 +30,7 @@ def gpu_placements(workers: int) -> list[list[str]]:
 
 class LocalServer:
     def __init__(self, workers: int = 1):
+        environment.check_all()  # the children's variables: one error here, not theirs
         self.runtime_dir = tempfile.mkdtemp(prefix='gt-')
         self.endpoint = f'ipc://{self.runtime_dir}/dispatcher.ipc'
         parent = ['--exit-with-parent', str(os.getpid())]

@@ -20,7 +20,7 @@ from typing import Callable
 
 from gt.runtime import environment
 
-MAX_QUEUED = environment.integer('GT_MAX_QUEUED', 64)
+MAX_QUEUED = environment.integer('GT_MAX_QUEUED')
 
 
 class Pacer:

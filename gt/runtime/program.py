@@ -19,7 +19,7 @@ from gt.runtime.compiler import Compiler
 
 # A program run this often is hot: worth turning into a Python function, and compiling
 # when the session asked for that (GT_HOTPATH_THRESHOLD).
-HOT_RUNS = environment.integer('GT_HOTPATH_THRESHOLD', 2)
+HOT_RUNS = environment.integer('GT_HOTPATH_THRESHOLD')
 
 
 def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: list | None = None

@@ -38,11 +38,11 @@ from typing import Callable, NamedTuple
 
 from gt.runtime import environment
 
-WINDOW = environment.integer('GT_WORKER_WINDOW', 4)
+WINDOW = environment.integer('GT_WORKER_WINDOW')
 # While several sessions use a worker: at most this many programs wait there.
-SHARED_WINDOW = environment.integer('GT_SHARED_WINDOW', 1)
+SHARED_WINDOW = environment.integer('GT_SHARED_WINDOW')
 RECENT_SECONDS = 0.5  # a session that sent work this recently still shares the worker
-EXPRESS_SECONDS = environment.number('GT_EXPRESS_SECONDS', 0.002)
+EXPRESS_SECONDS = environment.number('GT_EXPRESS_SECONDS')
 # A session's longest recent program counts half as much after this many seconds: a cold
 # first run (tens of ms) makes it light again within a few seconds, while a session that
 # keeps running long programs stays heavy.

@@ -27,9 +27,9 @@ from gt.runtime.protocol import (
 )
 from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
 
-HEARTBEAT_TIMEOUT = environment.number('GT_HEARTBEAT_TIMEOUT', 3.0)
+HEARTBEAT_TIMEOUT = environment.number('GT_HEARTBEAT_TIMEOUT')
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
-SESSION_TIMEOUT = environment.number('GT_SESSION_TIMEOUT', 30.0)
+SESSION_TIMEOUT = environment.number('GT_SESSION_TIMEOUT')
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 

@@ -1,23 +1,62 @@
-"""A malformed number in one of GT's environment variables is refused by name, where it is
-read: by `import gt` in a client, by `gt.server` at its start."""
+"""A malformed or out-of-range number in one of GT's environment variables is refused by
+name, where it is read: by `import gt` in a client, by `gt.server` at its start, and by a
+client before it auto-starts a server whose processes would read it."""
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from gt_test_support import run_script
 
+from gt.runtime import environment
 
-@pytest.mark.parametrize('name, value, wanted', [
-    ('GT_MAX_QUEUED', 'lots', 'an integer'),
-    ('GT_TIMEOUT', 'soon', 'a number'),
-    ('GT_FRAGMENT_LIMIT', '2.5', 'an integer'),
+README = Path(__file__).resolve().parents[2] / 'README.md'
+
+
+@pytest.mark.parametrize('name, value, problem', [
+    ('GT_MAX_QUEUED', 'lots', 'not an integer'),
+    ('GT_TIMEOUT', 'soon', 'not a number'),
+    ('GT_FRAGMENT_LIMIT', '2.5', 'not an integer'),
+    ('GT_FRAGMENT_LIMIT', '0', 'below 1, the least it can be'),
+    ('GT_MAX_QUEUED', '-1', 'below 0, the least it can be'),
+    ('GT_TIMEOUT', '0', 'not above 0'),
+    ('GT_TIMEOUT', '-5', 'negative'),
+    ('GT_STARTUP_TIMEOUT', 'inf', 'not a finite number'),
+    ('GT_WEIGHT', 'nan', 'not a finite number'),
+    ('GT_WORKER_THREADS', '0', 'below 1, the least it can be; unset it for the default\n'),
 ])
-def test_a_client_refuses_a_malformed_number_by_name(name, value, wanted):
-    result = run_script('import gt', env={name: value})
+def test_a_client_refuses_a_malformed_number_by_name(name, value, problem):
+    result = run_script('import gt\ngt.ones(1).tolist()', env={name: value})
     assert result.returncode != 0
-    assert f"ValueError: {name}='{value}' is not {wanted}" in result.stderr, result.explain()
+    assert f"ValueError: {name}='{value}' is {problem}" in result.stderr, result.explain()
+
+
+@pytest.mark.parametrize('name, value, problem', [
+    ('GT_WORKER_WINDOW', '0', "GT_WORKER_WINDOW='0' is below 1"),
+    ('GT_HOTPATH_THRESHOLD', '0', "GT_HOTPATH_THRESHOLD='0' is below 1"),
+    ('GT_EXPRESS_SECONDS', '-1', "GT_EXPRESS_SECONDS='-1' is negative"),
+    ('GT_MAX_MESSAGE_BYTES', 'lots', "GT_MAX_MESSAGE_BYTES: not a size: 'lots'"),
+])
+def test_a_client_refuses_its_auto_started_servers_variables_before_starting_it(
+        name, value, problem):
+    """Before, `GT_WORKER_WINDOW=0` let the script print its result and then hang at exit;
+    `GT_HOTPATH_THRESHOLD=0` was only read by the worker."""
+    result = run_script('import gt\nprint("imported", flush=True)\ngt.ones(2).tolist()',
+                        env={name: value})
+    assert result.returncode != 0
+    assert 'imported' in result.stdout, result.explain()
+    assert result.stderr.count(problem) == 1, result.explain()
+    assert 'auto-started GT server process' not in result.stderr, result.explain()
+
+
+def test_zero_is_allowed_where_it_means_off():
+    result = run_script('import gt\nprint(gt.ones(2).add(1).tolist())',
+                        env={'GT_EXPRESS_SECONDS': '0', 'GT_MAX_QUEUED': '0'})
+    assert result.returncode == 0, result.explain()
+    assert '[2.0, 2.0]' in result.stdout
 
 
 def test_the_server_refuses_a_malformed_number_by_name():
@@ -26,3 +65,19 @@ def test_the_server_refuses_a_malformed_number_by_name():
                             env={**os.environ, 'GT_WORKER_WINDOW': 'four'})
     assert server.returncode != 0
     assert "GT_WORKER_WINDOW='four' is not an integer" in server.stderr, server.stderr
+
+
+@pytest.mark.parametrize('name', [*environment.VARIABLES, *environment.SIZES])
+def test_every_checked_variable_is_in_the_readme_with_its_default(name):
+    row = re.search(rf'^\| `{name}` \|(.*)\|$', README.read_text(), re.M)
+    assert row is not None, f'{name} is not in the README\'s table'
+    default = environment.VARIABLES.get(name, (None,))[0]
+    if default is not None:
+        shown = f'{default:g}' if isinstance(default, float) else str(default)
+        assert re.search(rf'\b{re.escape(shown)}\b', row[1]), (name, shown, row[1])
+
+
+def test_sizes_read_binary_units():
+    assert environment.size_argument('4096') == 4096
+    assert environment.size_argument('512M') == 512 << 20
+    assert environment.size_argument('1.5GiB') == 3 << 29
