@@ -20,8 +20,9 @@ session waits for the program running there, not a queue (see benchmarks/multipl
 
 Nor need it wait for that program: each worker has an express lane (a second thread,
 gt.runtime.express_lane). A fragment goes there instead of behind the main lane's work
-when it involves that worker alone (so it moves nothing), the lane is free, its
-session has nothing on that worker's main lane (order within a session holds: nothing
+when it involves that worker alone (so it moves nothing), the lane is free, the main
+lane holds a program of a session not known to be light, its session has nothing on
+that worker's main lane (order within a session holds: nothing
 of it goes to the main lane either until the express program is done), and its session
 is light: its longest recent program, halving every LONGEST_HALF_LIFE seconds, is at
 most EXPRESS_SECONDS (GT_EXPRESS_SECONDS, 2 ms; 0 turns the lane off). A light client
@@ -68,8 +69,10 @@ class Scheduler:
         self.waiting: list = []  # sessions with queued fragments
         self.clock = 0.0  # the served level of the session whose fragment went last
         self.users: dict[int, dict] = {}  # worker -> {session: when it last sent there}
+        self.sessions: dict[int, object] = {}  # number -> session, while it has one
 
     def submit(self, session, fragment: Fragment) -> None:
+        self.sessions[session.number] = session
         if not session.queue:
             session.served = max(session.served, self.clock)  # no credit for idle time
             self.waiting.append(session)
@@ -101,6 +104,7 @@ class Scheduler:
     def forget(self, session) -> None:
         """A session ended: its queued work is dropped (its values go with it)."""
         session.queue.clear()
+        self.sessions.pop(session.number, None)
         if session in self.waiting:
             self.waiting.remove(session)
         for handle in self.workers:
@@ -137,13 +141,13 @@ class Scheduler:
 
     def _lane(self, session, fragment: Fragment) -> str | None:
         """Where `session`'s next fragment can go now: MAIN, EXPRESS or nowhere yet.
-        Express whenever it may and the main lane holds others' work, even with room
-        there: a program waiting at a worker waits for all before it."""
+        Express whenever it may and the main lane holds a program that may be long, even
+        with room there: a program waiting at a worker waits for all before it."""
         if not fragment.sends:  # a stats request: after all of the session's work
             return None if self.express_running(session) else MAIN
         if len(fragment.sends) == 1:
             worker = fragment.sends[0][0]
-            if self.workers[worker].in_flight and self._express_takes(session, worker):
+            if self._long_on_main(worker) and self._express_takes(session, worker):
                 return EXPRESS
         if all(self._main_takes(session, w) for w, *_ in fragment.sends):
             return MAIN
@@ -164,11 +168,20 @@ class Scheduler:
 
     def _express_takes(self, session, worker: int) -> bool:
         handle = self.workers[worker]
-        longest = _longest_now(session, time.monotonic())
         return (EXPRESS_SECONDS > 0 and handle.alive and handle.express is not None
                 and handle.express_session is None
                 and session.number not in handle.main_sessions
-                and longest is not None and longest <= EXPRESS_SECONDS)
+                and _light(session, time.monotonic()))
+
+    def _long_on_main(self, worker: int) -> bool:
+        """Whether the worker's main lane holds work of a session not known to be light.
+        Only beside such work does the lane spare a light program a wait; beside light
+        work alone it made the sessions unequal (whichever reply came back first took the
+        free lane again): 4 identical light clients ran 1.06-1.79x apart with it, 1.02-1.03
+        without (benchmarks/multiplex.py)."""
+        now = time.monotonic()
+        return any(not _light(self.sessions.get(number), now)
+                   for number in self.workers[worker].main_sessions)
 
     def _window(self, worker: int) -> int:
         """WINDOW for a worker one session uses; SHARED_WINDOW while several do, so that
@@ -180,6 +193,12 @@ class Scheduler:
         for session in [s for s, when in users.items() if when < cutoff]:
             del users[session]
         return WINDOW if len(users) <= 1 else SHARED_WINDOW
+
+
+def _light(session, now: float) -> bool:
+    """Whether `session`'s recent programs were all short (unknown: not light)."""
+    longest = None if session is None else _longest_now(session, now)
+    return longest is not None and longest <= EXPRESS_SECONDS
 
 
 def _longest_now(session, now: float) -> float | None:

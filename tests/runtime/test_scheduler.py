@@ -176,6 +176,31 @@ def test_only_light_single_worker_work_of_a_session_idle_on_that_worker_goes_exp
     assert sent[-1] == ('busy', 40, 0, 'express')
 
 
+def test_beside_light_work_alone_a_light_session_waits_its_turn_on_the_main_lane():
+    """The lane is for waits behind long programs: among light sessions it would go to
+    whichever reply came back first, and they would run unequally."""
+    scheduler, handles, sent = _with_express_lanes()
+    first, second = (FakeSession(n, longest_recent=EXPRESS_SECONDS / 10)
+                     for n in ('first', 'second'))
+    scheduler.submit(first, fragment(0, 0))
+    scheduler.submit(second, fragment(10, 0))
+    assert sent == [('first', 0, 0), ('second', 10, 0)]  # the main lane: room for both
+    scheduler.done(0, first, EXPRESS_SECONDS / 10)
+    scheduler.done(0, second, EXPRESS_SECONDS / 10)
+    hog = FakeSession('hog', longest_recent=1.0)
+    scheduler.submit(hog, fragment(20, 0))
+    scheduler.submit(first, fragment(1, 0))
+    assert sent[-1] == ('first', 1, 0, 'express')  # beside a long program it goes express
+    scheduler.forget(hog)
+    scheduler.done(0, None, 1.0)
+    scheduler.done(0, first, EXPRESS_SECONDS / 10, EXPRESS)
+    scheduler.submit(second, fragment(11, 0))
+    scheduler.submit(first, fragment(2, 0))
+    assert sent[-1] == ('second', 11, 0)  # shared now: one program at a time, no lane
+    scheduler.done(0, second, EXPRESS_SECONDS / 10)
+    assert sent[-1] == ('first', 2, 0)
+
+
 def test_a_stats_request_waits_for_its_sessions_express_program_alone():
     """A stats request (no sends) is its session's barrier: it goes once that session's
     express program is done, while another session's goes at once."""
