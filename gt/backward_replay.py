@@ -17,16 +17,16 @@ again (data attached to a fragment, random ops) run the rules every time, as doe
 """
 
 import copy
-import os
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from gt.ir import OPS
+from gt.runtime import environment
 from gt.runtime.fragment import NO_ATTRS
 from gt.runtime.locations import user_location
 from gt.signal import current_scope
 
-ENABLED = os.environ.get('GT_BACKWARD_REPLAY', '1') != '0'
+ENABLED = environment.switch('GT_BACKWARD_REPLAY', True)
 CACHE_SIZE = 32  # tapes recorded; a loop needs one or two (grads empty, or not)
 SEEN_SIZE = 1024  # signatures seen once, by hash: the next sight records
 

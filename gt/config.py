@@ -16,6 +16,12 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the file, signal and field."""
 
 
+# The largest shard axis or worker number: no tensor has that many dimensions, nor a server
+# that many workers. Past 2**64 msgpack cannot carry a number at all: such a config was
+# once accepted, and the next flush failed and lost the session's pending work.
+LARGEST_INDEX = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class ShardConfig:
     axis: int = 0
@@ -24,6 +30,9 @@ class ShardConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.axis, int) or isinstance(self.axis, bool) or self.axis < 0:
             raise ConfigError(f'shard.axis must be a non-negative integer, got {self.axis!r}')
+        if self.axis > LARGEST_INDEX:
+            raise ConfigError(f'shard.axis {self.axis} is out of range: a dimension is numbered '
+                              f'from 0 to at most {LARGEST_INDEX}')
         if self.workers is not None:
             workers = self.workers
             if not isinstance(workers, (list, tuple)) or not workers or not all(
@@ -32,6 +41,9 @@ class ShardConfig:
                                   f'got {workers!r}')
             if len(set(workers)) != len(workers):
                 raise ConfigError(f'shard.workers names a worker twice: {list(workers)}')
+            if max(workers) > LARGEST_INDEX:
+                raise ConfigError(f'shard.workers names worker {max(workers)}, out of range: '
+                                  f'workers are numbered from 0 to at most {LARGEST_INDEX}')
             object.__setattr__(self, 'workers', tuple(workers))
 
 

@@ -3,13 +3,13 @@
 The dispatcher's passes read a node's scope to apply the sharding config of that name.
 """
 
-import os
 import sys
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from gt import config
+from gt.runtime import environment
 
 
 class _Scopes(threading.local):
@@ -53,7 +53,7 @@ def enter(name: str, backward: str | None = None) -> None:
     if backward is not None and (not isinstance(backward, str) or not backward):
         raise TypeError(f'a backward signal name must be a non-empty string, got {backward!r}')
     if name not in _warned and config.get_config(name) is None and \
-            os.environ.get('GT_VERBOSE') == '1':
+            environment.switch('GT_VERBOSE'):
         _warned.add(name)
         print(f'gt: signal {name!r} has no config; ops in it run unsharded', file=sys.stderr)
     _scopes.stack.append(name)

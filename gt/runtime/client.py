@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 import warnings
-from collections import deque
 
 import msgpack
 import numpy as np
@@ -26,7 +25,7 @@ from gt.runtime import compile_settings, curve, diagnostics, environment, shared
 from gt.runtime.fetched import assemble
 from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
-from gt.runtime.locations import describe, user_location
+from gt.runtime.locations import user_location
 from gt.runtime.pacing import Pacer
 from gt.runtime.protocol import (
     Configure,
@@ -41,19 +40,15 @@ from gt.runtime.protocol import (
     Ping,
     ProtocolError,
     Refused,
+    SessionEnded,
     Stats,
     StatsRequest,
     Submit,
     Welcome,
     check_size,
 )
-from gt.runtime.session_errors import (
-    OUT_OF_MEMORY,
-    SESSION_ENDED,
-    ClosedSessionError,
-    OutOfMemoryError,
-    WorkerError,
-)
+from gt.runtime.reports import Reports, first_unsendable, ids_made
+from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.runtime.transport import dealer, endpoint_for, receive, send
 
 # Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
@@ -66,11 +61,9 @@ PING_SECONDS = 1.0
 WORKERLESS_NOTICE_SECONDS = 5.0  # waiting this long at connect for a worker: say so
 KEEP_ALIVE_SECONDS = 1.0
 STARTUP_SECONDS = environment.number('GT_STARTUP_TIMEOUT')
-FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
-ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
-# benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 turns it off.
+# benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 (or off) turns it off.
 AUTO_SHARD_ELEMENTS = environment.integer('GT_AUTO_SHARD_ELEMENTS')
 
 
@@ -93,12 +86,12 @@ class Client:
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
-        self.origins: deque = deque(maxlen=ORIGINS_KEPT)
-        self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
+        self.reports = Reports()  # failures, where their ops were recorded, work never run
         self.next_request = 0
         self.pacer = Pacer(lambda number: send(self.socket, Mark(number)),
                            lambda number: self._wait(Marked, number))
         self.closed = False
+        self.ended: str | None = None  # why the server ended this session, if it did
         self.probe = shared_memory.make_probe() if shared_memory.available() else ''
         try:
             send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers,
@@ -142,10 +135,10 @@ class Client:
     def _send_configs(self) -> None:
         """The dispatcher plans with this session's signal configs: send them when they
         changed (before the work recorded under them)."""
-        if self.config_version == config.version():
+        version = config.version()
+        if self.config_version == version:
             return
-        self.config_version = config.version()
-        auto_shard = os.environ.get('GT_AUTO_SHARD', '1') != '0'
+        auto_shard = environment.switch('GT_AUTO_SHARD', True)
         configs = config.wire_form()
         live = [w['index'] for w in self.workers]
         for name, (_, workers, _, _) in configs.items():
@@ -156,8 +149,13 @@ class Client:
                     f'workers {live}; it runs on those of its workers that are (or unsharded). '
                     'Workers are numbered as they join, and a restarted worker gets a new '
                     'number: gt.debug.print_worker_stats() lists them', stacklevel=2)
-        send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
-                                   self.compile_wish))
+        try:
+            send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
+                                       self.compile_wish))
+        except (OverflowError, TypeError, ValueError) as error:  # a config made unchecked
+            raise ValueError(f'the signal configs cannot be sent to the GT server ('
+                             f'{type(error).__name__}: {error}): {configs}') from None
+        self.config_version = version  # else sent again, and refused again, next time
 
     def wish_compiled(self, backend: str) -> None:
         """`gt.compile`: compile hot programs with `backend`, where the environment set
@@ -181,7 +179,9 @@ class Client:
                 refs.append(value_id - base)
             else:
                 index = pending.external_index.get(value_id)
-                refs.append(-1 - (pending.add_external(value_id) if index is None else index))
+                refs.append(-1 - (self._external(value_id) if index is None else index))
+        if n_outputs != 1:
+            pending.outputs[len(pending.records)] = n_outputs
         pending.records.append((op, refs, attrs, scope))
         pending.locations.append(location or user_location())
         first = self.next_id
@@ -201,12 +201,12 @@ class Client:
             left_ref = left - base
         else:
             index = known.get(left)
-            left_ref = -1 - (pending.add_external(left) if index is None else index)
+            left_ref = -1 - (self._external(left) if index is None else index)
         if right >= base:
             right_ref = right - base
         else:
             index = known.get(right)
-            right_ref = -1 - (pending.add_external(right) if index is None else index)
+            right_ref = -1 - (self._external(right) if index is None else index)
         pending.records.append((op, [left_ref, right_ref], NO_ATTRS, scope))
         pending.locations.append(user_location())
         first = self.next_id
@@ -214,6 +214,13 @@ class Client:
         if len(pending.records) >= FRAGMENT_LIMIT:
             self.flush()
         return first
+
+    def _external(self, value_id: int) -> int:
+        """Name an earlier value as an input of the pending fragment, the first time it
+        reads it; a value whose work never ran raises why, here at the user's line."""
+        if self.reports.lost:
+            self.reports.check(value_id)
+        return self.pending.add_external(value_id)
 
     def add_data(self, array: np.ndarray, dtype: str) -> int:
         """Attach an array to the pending fragment; return its slot for `from_numpy`.
@@ -225,6 +232,8 @@ class Client:
 
     def add_literal(self, value: bool | int | float) -> int:
         """Attach a number to the pending fragment; return its slot for `scalar`."""
+        if type(value) is int and not -(1 << 63) <= value < 1 << 64:
+            raise OverflowError(f'{value} does not fit in 64 bits, as GT sends integers')
         self.pending.literals.append(value)
         return len(self.pending.literals) - 1
 
@@ -247,46 +256,76 @@ class Client:
                 'or create GT tensors only after forking')
         if self.closed:
             raise ClosedSessionError(SESSION_ENDED.format(session=self.session))
+        if self.ended is not None:
+            raise ClosedSessionError(self.ended)
+        self.next_request += 1
+        if not self.pending.records and not self.releases and not fetch:
+            return self.next_request
+        self._send_configs()  # before the fragment leaves self.pending: a failure loses nothing
         pending, self.pending = self.pending, PendingFragment(self.next_id)
         releases, self.releases = self.releases, []
-        self.next_request += 1
-        structure = b''
-        frames: list = []
-        if pending.records:
-            kept = [local for local in range(self.next_id - pending.base)
-                    if pending.base + local not in pending.dropped]
-            structure = encode_structure(pending.records, kept)
-            # Only each op's name is kept: the records (a tuple, a list of operands and
-            # attrs per op) lived on for 256 fragments, and the garbage collector scanned
-            # them again and again (a collection of the oldest generation took 80 ms).
-            self.origins.append((pending.base, pending.locations,
-                                 [record[0] for record in pending.records]))
-            if pending.data:
-                frames = [msgpack.packb(pending.data_headers), *pending.data]
-        elif not releases and not fetch:
-            return self.next_request
-        self._send_configs()
-        message = Submit(structure, pending.base, pending.externals, pending.literals,
-                         releases, list(fetch), self.next_request)
-        if self.max_message_bytes:
-            check_size(message, frames, self.max_message_bytes)
-        send(self.socket, message, frames)
-        diagnostics.debug('client', lambda: (
-            f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
-            f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
+        try:
+            self._submit(pending, self.next_id, releases, list(fetch))
+        except (OverflowError, TypeError, ValueError) as error:
+            self._salvage(pending, releases, error)  # nothing was sent: send what can go
         request = self.next_request
         if pace:
             self.pacer.sent()
         return request
 
+    def _submit(self, pending: PendingFragment, end: int, releases: list, fetch: list) -> None:
+        """Send `pending` (which defines ids up to `end`) with releases and fetches. What
+        msgpack cannot carry, or a message over the server's bound, raises before any
+        part of it is sent."""
+        structure = b''
+        frames: list = []
+        if pending.records:
+            kept = [local for local in range(end - pending.base)
+                    if pending.base + local not in pending.dropped]
+            structure = encode_structure(pending.records, kept)
+            if pending.data:
+                frames = [msgpack.packb(pending.data_headers), *pending.data]
+        message = Submit(structure, pending.base, pending.externals, pending.literals,
+                         releases, fetch, self.next_request)
+        if self.max_message_bytes:
+            check_size(message, frames, self.max_message_bytes)
+        send(self.socket, message, frames)
+        if pending.records:
+            # Only each op's name is kept: the records (a tuple, a list of operands and
+            # attrs per op) lived on for 256 fragments, and the garbage collector scanned
+            # them again and again (a collection of the oldest generation took 80 ms).
+            self.reports.sent(pending.base, pending.locations,
+                              [record[0] for record in pending.records])
+        diagnostics.debug('client', lambda: (
+            f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
+            f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
+
+    def _salvage(self, pending: PendingFragment, releases: list, error: Exception) -> None:
+        """`pending` could not be sent (`error`): send its ops before the first msgpack cannot
+        carry (they cannot read it), so that earlier tensors stay usable; the rest never
+        ran, and each of its tensors says why. All of it was once dropped in silence."""
+        position = first_unsendable(pending.records)
+        sent_until = pending.base
+        if position:
+            end = pending.base + ids_made(position, pending.outputs)
+            with contextlib.suppress(OverflowError, TypeError, ValueError):
+                self._submit(pending.head(position), end, releases, [])
+                releases, sent_until = [], end
+        self.releases = releases + self.releases  # not sent: they go with the next message
+        raise self.reports.unsent(pending, position, error, sent_until, self.next_id) from None
+
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
+        if self.reports.lost:
+            for value_id in value_ids:
+                self.reports.check(value_id)
         started = time.perf_counter()
         request = self.flush(value_ids)
         reply, frames = self._wait(Fetched, request=request)
         diagnostics.debug('client', lambda: (
             f'fetched {len(value_ids)} value(s) in '
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
-        self._raise_errors(reply.errors, any(header is None for header in reply.tensors))
+        self.reports.raise_errors(reply.errors, any(header is None for header in reply.tensors),
+                                  self.pending.base)
         frames = iter(frames)
         return [assemble(header, frames) for header in reply.tensors]
 
@@ -307,8 +346,8 @@ class Client:
             return  # a forked child must not end its parent's session
         try:
             self.flush(pace=False)  # work the script recorded but never looked at still runs
-        except zmq.ZMQError:
-            pass
+        except (zmq.ZMQError, ClosedSessionError, OverflowError, TypeError, ValueError):
+            pass  # it raised at the user's line already, or could not; the rest must end
         self.closed = True
         self._stop_keep_alive.set()
         try:
@@ -334,6 +373,11 @@ class Client:
                 last_heard = time.monotonic()
                 if isinstance(message, Refused):
                     raise ConnectionError(f'the GT dispatcher refused: {message.reason}')
+                if isinstance(message, SessionEnded):
+                    self._stop_keep_alive.set()
+                    self.ended = (f'{message.reason}. Call gt.connect(address) for a new '
+                                  'session and make the tensors again, or run the script again')
+                    raise ClosedSessionError(self.ended)
                 if isinstance(message, Marked):
                     self.pacer.marked(message.number)
                     if kind is Marked and message.number == request:
@@ -344,7 +388,7 @@ class Client:
                 continue
             now = time.monotonic()
             if self.server is not None:
-                self.server.check_alive()
+                self.server.check_alive(starting=startup)
             if self.handshake is not None:
                 self.handshake.check()  # a failed one raises what to set, at once
             # A local server that is still starting is silent while it imports torch; its
@@ -378,39 +422,6 @@ class Client:
         poller.register(self.socket, zmq.POLLIN)
         poller.register(self.handshake.monitor, zmq.POLLIN)
         return self.socket in dict(poller.poll(milliseconds))
-
-    def _raise_errors(self, errors: list, value_failed: bool = False) -> None:
-        """Raise the first failure not raised before. An op that ran on several workers
-        fails on each, and each worker hands its report to the next fetch that involves
-        it: the user hears of the op once, not again at an unrelated later fetch. A fetch
-        of a value that failed (`value_failed`) always raises, naming the op again."""
-        fresh = []
-        for error in errors:
-            key = (error[0], error[1])
-            if key[0] is None or key[1] is None:
-                fresh.append(error)
-            elif key not in self.failed_ops:
-                self.failed_ops[key] = None
-                fresh.append(error)
-        while len(self.failed_ops) > FAILED_OPS_KEPT:
-            del self.failed_ops[next(iter(self.failed_ops))]
-        if value_failed and not fresh:
-            fresh = errors or [[None, None, 'fetch', 'the value failed on a worker']]
-        errors = fresh
-        if not errors:
-            return
-        base, location, op, message = errors[0]
-        where = self._where(base, location)
-        more = f' (and {len(errors) - 1} more)' if len(errors) > 1 else ''
-        kind = OutOfMemoryError if any(m in str(message) for m in OUT_OF_MEMORY) else WorkerError
-        raise kind(f'{op} failed: {message}{where}{more}')
-
-    def _where(self, base: int | None, location: int | None) -> str:
-        for origin_base, locations, ops in self.origins:
-            if origin_base == base and location is not None and location < len(locations):
-                where = describe(locations[location])
-                return f'\n  recorded at {where} ({ops[location]})' if where else ''
-        return ''
 
 
 # ---- the process's connection ----------------------------------------------------------------

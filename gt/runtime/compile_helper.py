@@ -27,6 +27,8 @@ from typing import IO, Any
 
 import msgpack
 
+from gt.runtime import environment
+
 NICER = 10  # the helper's niceness above its worker's: the running programs come first
 
 
@@ -85,7 +87,7 @@ def serve(parent: int) -> None:
     # A worker that is stopping ignores SIGTERM, and a child inherits that: restore it,
     # so that exit_with_parent can end this process.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if os.environ.get('GT_DEBUG_COMPILE') != '1':
+    if not environment.switch('GT_DEBUG_COMPILE'):
         warnings.simplefilter('ignore')  # torch.export's deprecation notes, once per region
     from gt.runtime import aot_package
     from gt.runtime.transport import exit_with_parent

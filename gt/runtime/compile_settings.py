@@ -14,16 +14,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from gt.ir import Graph
+from gt.runtime import environment
 
 BACKENDS = ('inductor', 'eager', 'aot_eager', 'cudagraphs')
 WHEN = ('never', 'hot', 'always')
-
-
-def _switch(environ: Mapping[str, str], name: str) -> bool | None:
-    value = environ.get(name)
-    if value is None or value == '':
-        return None
-    return value.strip().lower() not in ('0', 'false', 'no', 'off')
 
 
 def requested(environ: Mapping[str, str] = os.environ) -> list:
@@ -32,7 +26,8 @@ def requested(environ: Mapping[str, str] = os.environ) -> list:
     backend = environ.get('GT_COMPILE_BACKEND') or None
     if backend is not None:
         check_backend(backend, 'GT_COMPILE_BACKEND')
-    always, hot = _switch(environ, 'GT_COMPILE'), _switch(environ, 'GT_AUTO_COMPILE')
+    always = environment.switch('GT_COMPILE', None, environ)
+    hot = environment.switch('GT_AUTO_COMPILE', None, environ)
     if always:
         when = 'always'
     elif hot:

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from gt.runtime import aot_package, graph_module
+from gt.runtime import aot_package, environment, graph_module
 from gt.runtime.codegen import Step
 from gt.runtime.compile_helper import CompileHelper
 from gt.runtime.regions import Region
@@ -48,7 +48,7 @@ PERSISTENT_RUNS = 16
 
 
 def debugging() -> bool:
-    return os.environ.get('GT_DEBUG_COMPILE') == '1'
+    return environment.switch('GT_DEBUG_COMPILE')
 
 
 class Compiler:

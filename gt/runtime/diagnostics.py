@@ -9,15 +9,16 @@ lines from the client, dispatcher and workers interleave: `[gt dispatcher
 once per process, so a silent call site costs one dictionary lookup.
 """
 
-import os
 import sys
 import time
 from typing import Callable
 
+from gt.runtime import environment
+
 COMPONENTS = ('client', 'dispatcher', 'worker', 'compile')
-_on = {component: os.environ.get(f'GT_DEBUG_{component.upper()}') == '1'
+_on = {component: environment.switch(f'GT_DEBUG_{component.upper()}')
        for component in COMPONENTS}
-_on['verbose'] = os.environ.get('GT_VERBOSE') == '1'
+_on['verbose'] = environment.switch('GT_VERBOSE')
 
 
 def debug(component: str, message: str | Callable[[], str]) -> None:

@@ -51,6 +51,7 @@ from gt.runtime.protocol import (
     ProtocolError,
     Refused,
     Register,
+    SessionEnded,
     Stats,
     StatsRequest,
     Submit,
@@ -92,6 +93,8 @@ class Dispatcher(WorkerLinks):
         self.express_by_identity: dict[bytes, WorkerHandle] = {}  # their express lanes
         self.sessions: dict[bytes, Session] = {}
         self.session_numbers: dict[int, Session] = {}
+        # Clients whose sessions timed out, and what to tell them if they speak again.
+        self.ended_sessions: OrderedDict[bytes, SessionEnded] = OrderedDict()
         self.scheduler = Scheduler(self.workers, self._send_scheduled)
         self.waiting_hellos: list[tuple[bytes, Hello]] = []
         self.pending: dict[int, PendingRequest] = {}
@@ -222,7 +225,9 @@ class Dispatcher(WorkerLinks):
     def submit(self, identity: bytes, message: Submit, frames: list) -> None:
         session = self.sessions.get(identity)
         if session is None:
-            return self._send(identity, Refused('no session: say Hello first'))
+            ended = self.ended_sessions.get(identity)
+            return self._send(identity, ended or Refused('no session: say Hello first'))
+        session.next_base(message.base)
         try:
             self._submit(session, message, frames)
         except Exception as error:  # the client hears why its work did not run
@@ -230,9 +235,22 @@ class Dispatcher(WorkerLinks):
                                       OutOfMemory)):
                 traceback.print_exc()  # a fault of GT's own: worth a report
             report = f'{type(error).__name__}: {error}'
-            session.errors.append([message.base, None, 'submit', report])
+            if message.structure and isinstance(message.base, int):
+                self._refuse_fragment(session, message.base,
+                                      getattr(error, 'cause', None) or report)
+            session.errors.append([message.base if message.structure else None, None,
+                                   'submit', report])
             if message.fetch:
                 self._reply_error(session, message.request)
+
+    @staticmethod
+    def _refuse_fragment(session: Session, base: int, why: str) -> None:
+        """None of the fragment from `base` runs: forget what planning it held (ids from
+        `base` on are its own: later fragments have not come yet), and remember why, for
+        a later read of one of its values."""
+        for value_id in [v for v in session.values if v >= base]:
+            session.release(value_id)
+        session.refuse(base, why)
 
     def _submit(self, session: Session, message: Submit, frames: list) -> None:
         plan = self._plan(session, message) if message.structure else None
@@ -296,6 +314,10 @@ class Dispatcher(WorkerLinks):
         lost_with = session.lost_values.get(value_id)
         if lost_with is not None:
             return f'value {value_id} was lost with {lost_with}'
+        why = session.refused_why(value_id)
+        if why is not None:
+            return (f'value {value_id} was never made: the server refused the work that '
+                    f'made it ({why})')
         return f'value {value_id} does not exist in this session'
 
     def _plan(self, session: Session, message: Submit) -> Plan:
@@ -303,7 +325,8 @@ class Dispatcher(WorkerLinks):
         for value_id in message.externals:
             entry = session.values.get(value_id)
             if entry is None:
-                raise ValueError(self._missing(session, value_id))
+                raise MissingValue(self._missing(session, value_id),
+                                   session.refused_why(value_id))
             external_types.append(entry)
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
                                   session.home_worker, session.configs,
@@ -352,6 +375,7 @@ class Dispatcher(WorkerLinks):
 
     def _end_session(self, identity: bytes, reason: str = 'goodbye') -> None:
         session = self.sessions.pop(identity, None)
+        self.ended_sessions.pop(identity, None)
         if session is not None:
             self.session_numbers.pop(session.number, None)
             self.scheduler.forget(session)
@@ -398,13 +422,18 @@ class Dispatcher(WorkerLinks):
         peer why and the operator who was turned away."""
         if self.limits.admits(token):
             return True
+        self._refuse(identity, who, 'wrong or missing token', REFUSAL)
+        return False
+
+    def _refuse(self, identity: bytes, who: str, problem: str, reason: str | None = None) -> None:
+        """Tell a peer why it was turned away (`reason`, else `problem`), and the operator
+        who it was, from which address, and why."""
         address = ''
         with contextlib.suppress(zmq.ZMQError, AttributeError):
             address = self.last_header.get('Peer-Address') or address
-        print(f'gt.server: refused {who} from {describe_peer(address)}: wrong or missing token',
+        print(f'gt.server: refused {who} from {describe_peer(address)}: {problem}',
               file=sys.stderr, flush=True)
-        self._send(identity, Refused(REFUSAL))
-        return False
+        self._send(identity, Refused(reason or problem))
 
     # ---- replies -------------------------------------------------------------------------
     def _open_request(self, identity: bytes, client_request: int, workers: set,
@@ -449,6 +478,16 @@ class Dispatcher(WorkerLinks):
             'done_messages': self.done_messages, 'done_programs': self.done_programs,
         }
 
+
+
+class MissingValue(ValueError):
+    """A fragment reads a value its session does not hold; `cause`: why the server refused
+    the work that would have made it, which the refusal of this fragment repeats rather
+    than nests."""
+
+    def __init__(self, text: str, cause: str | None) -> None:
+        super().__init__(text)
+        self.cause = cause
 
 
 def _weight(value: object) -> float:

@@ -14,6 +14,7 @@ import argparse
 import math
 import os
 import re
+from collections.abc import Mapping
 
 # name: (default, least). An integer has a `least`; a number (None there) is above 0, or
 # at least 0 where ZERO_ALLOWED. GT_WORKER_THREADS has no default of its own: unset, a
@@ -85,12 +86,37 @@ def size_argument(text: str) -> int:
     return int(float(match[1]) * UNITS[match[2].upper()])
 
 
+# On/off variables, read by `switch`. GT_AUTO_SHARD=false used to leave auto-sharding on
+# (only 0 turned it off), and GT_BACKWARD_REPLAY likewise, while GT_COMPILE=false turned
+# compiling off: one reading for all of them, and a word none of them knows is refused.
+SWITCHES = ('GT_AUTO_SHARD', 'GT_BACKWARD_REPLAY', 'GT_COMPILE', 'GT_AUTO_COMPILE',
+            'GT_VERBOSE', 'GT_DEBUG_CLIENT', 'GT_DEBUG_DISPATCHER', 'GT_DEBUG_WORKER',
+            'GT_DEBUG_COMPILE')
+ON, OFF = ('1', 'true', 'yes', 'on'), ('0', 'false', 'no', 'off')
+
+
+def switch(name: str, default: bool | None = False,
+           environ: Mapping[str, str] | None = None) -> bool | None:
+    """Environment variable `name` as on or off: 1, true, yes, on or 0, false, no, off (in
+    any case); `default` when it is unset or empty. Any other value is refused by name."""
+    raw = (os.environ if environ is None else environ).get(name)
+    if raw is None or not raw.strip():
+        return default
+    word = raw.strip().lower()
+    if word in ON or word in OFF:
+        return word in ON
+    raise ValueError(f'{name}={raw!r} is neither on nor off: use 1 or 0 (or true/false, '
+                     'yes/no, on/off), or unset it for the default')
+
+
 def check_all() -> None:
     """Refuse any of the variables that is set but malformed or out of range."""
     for name in VARIABLES:
         value_of(name)
     for name in SIZES:
         size(name)
+    for name in SWITCHES:
+        switch(name)
 
 
 def _refuse(name: str, problem: str):

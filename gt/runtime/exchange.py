@@ -205,7 +205,7 @@ class PeerExchange(Mover):
             self.peers[peer] = [host, list(endpoints), bool(alive), str(key)]
 
     def drop_session(self, session: int) -> None:
-        for key in [key for key in self.arrived if key[0] == session]:
+        for key in [key for key in self.arrived if key[:1] == (session,)]:
             del self.arrived[key]
 
     def clear(self) -> None:
@@ -272,6 +272,22 @@ class PeerExchange(Mover):
                 continue  # not three frames: not a peer of ours
             try:
                 fields = msgpack.unpackb(header.bytes, raw=False)
-                self.arrived[tuple(fields[:4])] = (fields, frame)
             except Exception:
                 continue  # garbage on the peer socket is dropped
+            if _is_piece_header(fields):
+                self.arrived[tuple(fields[:4])] = (fields, frame)
+
+
+def _is_piece_header(fields: object) -> bool:
+    """Whether `fields` is a piece's header, `[session, base, tag, sender, dtype, shape,
+    report]`: anything else is dropped before it is stored. A header `[]` was once kept
+    under the key `()`, and every later end of a session failed on it."""
+    if not isinstance(fields, list) or len(fields) != 7:
+        return False
+    if not all(type(field) is int for field in fields[:4]):
+        return False
+    dtype, shape, report = fields[4:]
+    if report is not None:
+        return isinstance(report, list) and len(report) == 4  # [base, location, op, message]
+    return (isinstance(dtype, str) and isinstance(shape, list)
+            and all(type(size) is int and size >= 0 for size in shape))

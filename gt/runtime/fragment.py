@@ -23,7 +23,7 @@ class PendingFragment:
     flush, and where the user recorded each op)."""
 
     __slots__ = ('base', 'records', 'externals', 'external_index', 'dropped', 'data',
-                 'data_headers', 'literals', 'locations')
+                 'data_headers', 'literals', 'locations', 'outputs')
 
     def __init__(self, base: int):
         self.base = base
@@ -35,12 +35,26 @@ class PendingFragment:
         self.data_headers: list = []
         self.literals: list = []
         self.locations: list = []
+        self.outputs: dict[int, int] = {}  # position -> ids made, for records not making one
 
     def add_external(self, value_id: int) -> int:
         """Name a value from outside the fragment as its next external input."""
         index = self.external_index[value_id] = len(self.externals)
         self.externals.append(value_id)
         return index
+
+    def head(self, records: int) -> 'PendingFragment':
+        """The fragment of its first `records` ops alone. Externals are listed in the order
+        ops first read them, so its own are a prefix; it keeps every data frame and
+        literal, which ops read by slot."""
+        head = PendingFragment(self.base)
+        head.records, head.locations = self.records[:records], self.locations[:records]
+        read = [-1 - ref for record in head.records for ref in record[1] if ref < 0]
+        head.externals = self.externals[:max(read, default=-1) + 1]
+        head.dropped, head.literals = self.dropped, self.literals
+        head.data, head.data_headers = self.data, self.data_headers
+        head.outputs = {at: count for at, count in self.outputs.items() if at < records}
+        return head
 
 
 class FragmentError(ValueError):

@@ -50,8 +50,12 @@ class LocalServer:
         diagnostics.verbose('client', f'started a local server (a dispatcher and {workers} '
                             f'worker(s)) on {self.endpoint}')
 
-    def check_alive(self) -> None:
-        for process in self.processes:
+    def check_alive(self, starting: bool = False) -> None:
+        """Raise if the dispatcher has exited, or while `starting` any child: the client
+        waits for every worker then. A worker lost later is the dispatcher's to report, as
+        with any server (gt.WorkerError for the values it held; the session goes on with
+        the others): its exit used to fail every later call of the script."""
+        for process in self.processes if starting else self.processes[:1]:
             if process.poll() is not None:
                 raise ConnectionError(
                     f'the auto-started GT server process {process.args[2]} (pid {process.pid}) '

@@ -12,6 +12,8 @@ from gt.ir.placement import Placement, local_shape
 from gt.ir.type_rules import numel
 from gt.runtime.compile_settings import CompileSettings
 
+REFUSED_KEPT = 256  # a session's refused fragments whose values a later read can name
+
 
 @dataclass
 class WorkerHandle:
@@ -57,6 +59,9 @@ class Session:
     home_worker: int
     values: dict = field(default_factory=dict)  # client id -> (shape, dtype, placement)
     lost_values: dict = field(default_factory=dict)  # client id -> the lost worker, in words
+    # Fragments refused whole (past the memory limit, ill-formed, reading a value that
+    # never was): `[base, end, why]`, the end unknown (None) until the next Submit's base.
+    refused: deque = field(default_factory=lambda: deque(maxlen=REFUSED_KEPT))
     last_seen: float = field(default_factory=time.monotonic)
     errors: list = field(default_factory=list)  # reports not yet delivered to the client
     last_plan: object = None
@@ -95,6 +100,25 @@ class Session:
         if entry is not None:
             self.bytes_held -= value_bytes(*entry)
         return entry
+
+    def refuse(self, base: int, why: str) -> None:
+        """The fragment that defines ids from `base` was refused: none of its values exist."""
+        self.refused.append([base, None, why])
+
+    def next_base(self, base: int) -> None:
+        """A Submit came with `base`: a refused fragment before it defined ids below it."""
+        if (self.refused and self.refused[-1][1] is None and type(base) is int
+                and base > self.refused[-1][0]):
+            self.refused[-1][1] = base
+
+    def refused_why(self, value_id: int) -> str | None:
+        """Why `value_id` was never made, if a refused fragment would have made it."""
+        if type(value_id) is not int:
+            return None
+        for base, end, why in reversed(self.refused):
+            if base <= value_id and (end is None or value_id < end):
+                return why
+        return None
 
     def lose_values_on(self, worker: int, words: str) -> None:
         """Forget the values that worker held (a piece or a copy): a worker that comes back

@@ -101,6 +101,14 @@ class Pong(NamedTuple):
     pass
 
 
+class SessionEnded(NamedTuple):
+    """The answer to work from a client whose session the dispatcher ended on its own (the
+    client was silent for GT_SESSION_TIMEOUT): `reason` says so, in words."""
+
+    session: int
+    reason: str
+
+
 class Dumped(NamedTuple):
     request: int
     text: str
@@ -213,7 +221,7 @@ class Stats(NamedTuple):
 MESSAGES = [
     Hello, Submit, Ping, StatsRequest, DumpRequest, Goodbye, KeepAlive, Welcome, Refused, Pong,
     Dumped, RunProgram, EndSession, Reregister, Register, Heartbeat, Fetched, Stats, Configure,
-    Peers, Done, ExpressReady, Mark, Marked,
+    Peers, Done, ExpressReady, Mark, Marked, SessionEnded,
 ]
 _KIND = {message: index for index, message in enumerate(MESSAGES)}
 _ARITY = {message: len(message._fields) for message in MESSAGES}

@@ -12,6 +12,7 @@ from typing import Any
 
 import zmq
 
+from gt.runtime import environment
 from gt.runtime.protocol import decode, encode
 
 LOCAL_HOSTS = ('', 'localhost', '127.0.0.1')
@@ -119,7 +120,7 @@ def exit_with_parent(parent_pid: int) -> None:
 def serve_until_stopped(serve_forever: Any, greeting: str) -> None:
     """Run a server loop until Ctrl-C or SIGTERM; `greeting` goes to stderr with
     GT_VERBOSE=1 (stdout is the user's script's)."""
-    if os.environ.get('GT_VERBOSE') == '1':
+    if environment.switch('GT_VERBOSE'):
         print(greeting, file=sys.stderr, flush=True)
     # What is imported and built by now (torch's modules: 130,000 objects in a worker)
     # lives as long as the process; the collector's full passes need not scan it again.

@@ -347,13 +347,21 @@ class Worker:
         return f'{os.getpid()}-{session}'
 
     def end_session(self, message: EndSession, frames: list) -> None:
-        shared_memory.remove_owned(self._owner(message.session))
-        self.values.pop(message.session, None)
-        self.exchange.drop_session(message.session)
-        self.contexts.pop(message.session, None)
-        self.errors.pop(message.session, None)
+        """Drop everything the session held. Each step runs whatever the others do: one
+        that raised once (a bad piece stored by the exchange) left the rest held."""
+        session = message.session
+        steps = [lambda: shared_memory.remove_owned(self._owner(session)),
+                 lambda: self.values.pop(session, None),
+                 lambda: self.exchange.drop_session(session),
+                 lambda: self.contexts.pop(session, None),
+                 lambda: self.errors.pop(session, None)]
         if self.compiler is not None:
-            self.compiler.end_session(message.session)
+            steps.append(lambda: self.compiler.end_session(session))
+        for step in steps:
+            try:
+                step()
+            except Exception:
+                traceback.print_exc()
 
     def report_stats(self, message: StatsRequest, frames: list) -> None:
         """After the work sent before it, to the end on the device: a stats request is the

@@ -22,6 +22,7 @@ from gt.runtime.protocol import (
     Register,
     Reregister,
     RunProgram,
+    SessionEnded,
     Stats,
     Submit,
 )
@@ -30,6 +31,7 @@ from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
 HEARTBEAT_TIMEOUT = environment.number('GT_HEARTBEAT_TIMEOUT')
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
 SESSION_TIMEOUT = environment.number('GT_SESSION_TIMEOUT')
+ENDED_SESSIONS_KEPT = 1024  # sessions ended by timeout, remembered to tell their clients
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
 
@@ -131,6 +133,11 @@ class WorkerLinks:
         self.bytes_from_clients += sum(map(nbytes, data))
 
     def register(self, identity: bytes, message: Register, frames: list) -> None:
+        problem = register_problem(message)
+        if problem is not None:
+            # A Register of the wrong shape once joined as a worker, and every program
+            # placed on it failed ("sync_generator failed: StopIteration").
+            return self._refuse(identity, 'a worker', f'malformed Register: {problem}')
         if not self._admitted(identity, message.token, f'worker {message.name}'):
             return
         handle = self.worker_by_identity.get(identity)
@@ -222,6 +229,15 @@ class WorkerLinks:
         for identity, session in list(self.sessions.items()):
             if now - session.last_seen > SESSION_TIMEOUT:
                 self._end_session(identity, 'timeout')  # its client died without goodbye
+                # Or it was stopped (SIGSTOP, a suspended laptop): if it speaks again, it
+                # hears why its work is refused, not "say Hello first".
+                self.ended_sessions[identity] = SessionEnded(session.number, (
+                    f'the GT server ended session {session.number} after '
+                    f'{SESSION_TIMEOUT:g} s without contact from this client '
+                    '(GT_SESSION_TIMEOUT; was this process stopped or suspended?): its '
+                    'tensors are gone'))
+                while len(self.ended_sessions) > ENDED_SESSIONS_KEPT:
+                    self.ended_sessions.popitem(last=False)
 
     def _excuse_silence(self, seconds: float) -> None:
         """The loop was away for `seconds`: what peers sent meanwhile waits in the socket,
@@ -264,6 +280,28 @@ class WorkerLinks:
     def _describe(self, handle: WorkerHandle) -> dict:
         return {'index': handle.index, 'name': handle.name, 'device': handle.device,
                 'host': handle.host, 'pid': handle.pid}
+
+
+def register_problem(message: Register) -> str | None:
+    """What is wrong with a Register's fields, or None: names and keys are strings, the
+    pid a number, and the peer endpoints ZeroMQ addresses, one of them tcp (a peer on
+    another host can reach only that)."""
+    for name in ('name', 'device', 'host', 'token', 'peer_key', 'express_key'):
+        if not isinstance(getattr(message, name), str):
+            return f'{name} is not a string'
+    if not message.name:
+        return 'name is empty'
+    if type(message.pid) is not int or message.pid <= 0:
+        return 'pid is not a process id'
+    endpoints = message.peer_endpoints
+    if not isinstance(endpoints, list) or not all(
+            isinstance(e, str) and e.startswith(('tcp://', 'ipc://')) for e in endpoints):
+        return 'peer_endpoints is not a list of tcp:// and ipc:// addresses'
+    if not any(e.startswith('tcp://') for e in endpoints):
+        return 'peer_endpoints has no tcp:// address'
+    if len(message.peer_key) not in (0, 40):
+        return 'peer_key is not a CURVE public key (40 characters)'
+    return None
 
 
 def nbytes(frame) -> int:

@@ -187,3 +187,34 @@ def test_two_auto_started_scripts_do_not_collide():
     np.testing.assert_allclose(outputs[0]['y'], expected_concurrent(1.0), rtol=1e-5)
     np.testing.assert_allclose(outputs[1]['y'], expected_concurrent(-2.0), rtol=1e-5)
     assert outputs[0]['runtime_dir'] != outputs[1]['runtime_dir']
+
+
+# ---- a worker lost ---------------------------------------------------------------------------
+WORKER_KILLED = '''
+import os, signal, gt
+gt.gpu_workers(2)
+big = gt.ones(512, 1024)  # over GT_AUTO_SHARD_ELEMENTS: sharded over both workers
+kept = gt.tensor([1.0, 2.0])  # on the session's home worker, 0
+print(big.sum().item(), kept.tolist(), flush=True)
+os.kill(next(w['pid'] for w in gt.debug.get_worker_stats() if w['index'] == 1), signal.SIGKILL)
+try:
+    big.sum().item()  # waits for worker 1 until it is declared lost
+except Exception as error:
+    print(f'{type(error).__name__}: {error}', flush=True)
+print((kept * 2).tolist(), gt.ones(512, 1024).sum().item(), flush=True)
+'''
+
+
+@pytest.mark.time_limit(120)
+def test_a_lost_worker_of_the_auto_started_server_fails_only_its_values():
+    """Its exit used to end the script's session: any wait of over 250 ms raised
+    "ConnectionError: the auto-started GT server process gt.worker (pid N) exited with
+    code -9", and so did every call after, though the dispatcher and the other worker
+    lived."""
+    result = run_script(WORKER_KILLED, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    assert result.returncode == 0, result.explain()
+    lines = result.stdout.splitlines()
+    assert lines[0] == '524288.0 [1.0, 2.0]', result.explain()
+    assert lines[1].startswith('WorkerError: ') and 'worker 1 (' in lines[1], result.explain()
+    assert 'was lost' in lines[1], result.explain()
+    assert lines[2] == '[2.0, 4.0] 524288.0', result.explain()

@@ -1,6 +1,7 @@
 """A malformed or out-of-range number in one of GT's environment variables is refused by
 name, where it is read: by `import gt` in a client, by `gt.server` at its start, and by a
-client before it auto-starts a server whose processes would read it."""
+client before it auto-starts a server whose processes would read it. On/off variables all
+read the same words, and refuse others by name."""
 
 import os
 import re
@@ -9,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gt_test_support import run_script
+from gt_test_support import connected, placements_of, run_script
 
+import gt
 from gt.runtime import environment
 
 README = Path(__file__).resolve().parents[2] / 'README.md'
@@ -81,3 +83,38 @@ def test_sizes_read_binary_units():
     assert environment.size_argument('4096') == 4096
     assert environment.size_argument('512M') == 512 << 20
     assert environment.size_argument('1.5GiB') == 3 << 29
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('1', True), ('true', True), ('Yes', True), (' ON ', True),
+    ('0', False), ('false', False), ('No', False), ('off', False), ('', None)])
+def test_every_switch_reads_the_same_words(value, expected):
+    for name in environment.SWITCHES:
+        assert environment.switch(name, None, {name: value}) is expected, name
+    assert environment.switch('GT_AUTO_SHARD', True, {}) is True  # unset: the default
+
+
+def test_a_switch_that_is_neither_on_nor_off_is_refused_by_name():
+    with pytest.raises(ValueError, match="GT_AUTO_SHARD='maybe' is neither on nor off"):
+        environment.switch('GT_AUTO_SHARD', True, {'GT_AUTO_SHARD': 'maybe'})
+    result = run_script('import gt\nprint("imported", flush=True)\ngt.ones(2).tolist()',
+                        env={'GT_BACKWARD_REPLAY': 'never'})
+    assert result.returncode != 0
+    assert "ValueError: GT_BACKWARD_REPLAY='never' is neither on nor off" in result.stderr, \
+        result.explain()
+
+
+def test_backward_replay_is_turned_off_by_any_off_word():
+    result = run_script('from gt import backward_replay\nprint(backward_replay.ENABLED)',
+                        env={'GT_BACKWARD_REPLAY': 'off'})
+    assert result.stdout.strip() == 'False', result.explain()
+
+
+@pytest.mark.parametrize('value', ['0', 'off', 'false', 'No'])
+def test_auto_sharding_is_turned_off_by_any_off_word(cluster, monkeypatch, value):
+    """Before, only 0 turned it off: GT_AUTO_SHARD=false still sharded."""
+    monkeypatch.setenv('GT_AUTO_SHARD', value)
+    with connected(cluster.address):
+        big = gt.zeros(512, 1024)  # over GT_AUTO_SHARD_ELEMENTS: sharded were the rule on
+        assert big.sum().item() == 0.0
+        assert placements_of(gt.debug.dump_ir(show=False), 'zeros') == ['R@w0'], value

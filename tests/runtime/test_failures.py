@@ -5,7 +5,9 @@ Time bounds are generous (a loaded two-core machine), but they are bounds: a han
 """
 
 import os
+import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -406,6 +408,44 @@ def test_a_killed_clients_session_is_freed(cluster):
                 break
             time.sleep(0.5)
         assert (sessions, tensors) == (before_sessions, before_tensors)
+
+
+STOPPED = '''
+import os, sys, gt
+gt.connect(os.environ['GT_ADDRESS'])
+kept = gt.tensor([1.0, 2.0])
+print(kept.tolist(), flush=True)
+sys.stdin.readline()  # the test stops this process past the session timeout meanwhile
+for use in (lambda: (kept * 2).tolist(), lambda: (gt.ones(1) + 1).tolist()):
+    try:
+        print(use(), flush=True)
+    except Exception as error:
+        print(f'{type(error).__name__}: {error}', flush=True)
+'''
+
+
+@pytest.mark.time_limit(60)
+def test_a_session_ended_by_its_timeout_says_so(start_cluster):
+    """Its client, stopped (SIGSTOP) past GT_SESSION_TIMEOUT and resumed, used to get
+    "ConnectionError: the GT dispatcher refused: no session: say Hello first"."""
+    private = start_cluster(workers=1, env={'GT_SESSION_TIMEOUT': '1.5'})
+    script = start_script(STOPPED, env={'GT_ADDRESS': private.address},
+                          stdin=subprocess.PIPE)
+    try:
+        assert read_line(script, 60).strip() == '[1.0, 2.0]'
+        os.kill(script.pid, signal.SIGSTOP)
+        time.sleep(3)  # its keep-alive thread is stopped too
+        os.kill(script.pid, signal.SIGCONT)
+        script.stdin.write('go\n')
+        script.stdin.flush()
+        lines = [read_line(script, 30).strip() for _ in range(2)]
+    finally:
+        kill_group(script)
+        script.communicate(timeout=10)
+    ended = (r'ClosedSessionError: the GT server ended session \d+ after 1.5 s without '
+             r'contact from this client \(GT_SESSION_TIMEOUT; .*\): its tensors are gone\. '
+             r'Call gt.connect\(address\) for a new session')
+    assert len(lines) == 2 and all(re.match(ended, line) for line in lines), lines
 
 
 @pytest.mark.time_limit(60)

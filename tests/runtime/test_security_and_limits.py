@@ -118,6 +118,33 @@ print('other ok')
 
 
 @pytest.mark.time_limit(120)
+def test_the_tensors_of_refused_work_say_why_they_do_not_exist(guarded, monkeypatch):
+    """They used to fail with "value 1 does not exist in this session"."""
+    monkeypatch.setenv('GT_TOKEN', 's3cret')
+    with connected(guarded.address) as connection:
+        kept = gt.tensor([1.0, 2.0])
+        assert kept.tolist() == [1.0, 2.0]
+        made_with = gt.tensor([3.0, 4.0])
+        big = gt.zeros(300_000)  # 1.2 MB: the fragment is over the 1 MB limit
+        connection.flush()  # refused; the client hears of it at its next fetch
+        reader = made_with * 2  # so the server refuses this fragment too: it reads a lost value
+        connection.flush()
+        with pytest.raises(gt.OutOfMemoryError, match=r'(?s)over its limit.*the work refused '
+                                                      r'was recorded from .*py:\d+ to .*py:\d+'):
+            kept.tolist()  # the next fetch reports the refusal, as for any failure
+        why = r'this tensor was never computed: the server refused the work that made it'
+        for lost in (made_with, big):
+            with pytest.raises(gt.OutOfMemoryError, match=why + r' \(recorded from .*over its'):
+                lost.tolist()
+        with pytest.raises(gt.OutOfMemoryError, match=why + r' .*value \d+ was never made.*over'):
+            reader.tolist()
+        with pytest.raises(gt.OutOfMemoryError, match=why):
+            made_with + 1  # at the line that uses it
+        assert kept.tolist() == [1.0, 2.0]
+        assert (gt.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.time_limit(120)
 def test_a_worker_that_cannot_allocate_fails_only_that_program(cluster):
     with connected(cluster.address):
         kept = gt.ones(10)

@@ -1,0 +1,148 @@
+"""What a client tells its user of work that failed or never ran, and where it was made.
+
+A failure names the op and the user's line that recorded it (from the op locations of
+the session's latest fragments), and is raised once though several workers report it.
+Work that never ran (a fragment the server refused, past the session's memory limit say,
+or the ops of one that msgpack cannot carry) is remembered by the value ids it would have
+made: reading one, or recording an op on one, raises why at the user's line. The server
+used to say only "value 1 does not exist in this session", of a tensor whose own line
+had raised nothing.
+"""
+
+from collections import deque
+
+import msgpack
+
+from gt.runtime.locations import describe
+from gt.runtime.session_errors import OUT_OF_MEMORY, OutOfMemoryError, WorkerError
+
+FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
+ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
+
+
+class Reports:
+    def __init__(self) -> None:
+        self.origins: deque = deque(maxlen=ORIGINS_KEPT)  # (base, locations, op names)
+        self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
+        self.lost: deque = deque(maxlen=ORIGINS_KEPT)  # (first id, end id, error class, why)
+
+    def sent(self, base: int, locations: list, ops: list) -> None:
+        self.origins.append((base, locations, ops))
+
+    def lose(self, first: int, end: int, kind: type, why: str) -> None:
+        """Ids from `first` to `end` (exclusive) were never made, for `why`."""
+        if end > first:
+            self.lost.append((first, end, kind, why))
+
+    def check(self, value_id: int) -> None:
+        """Raise why `value_id` was never made, if it was not."""
+        for first, end, kind, why in reversed(self.lost):
+            if first <= value_id < end:
+                raise kind(f'this tensor was never computed: {why}')
+
+    def raise_errors(self, errors: list, value_failed: bool, next_base: int) -> None:
+        """Raise the first failure not raised before. An op that ran on several workers
+        fails on each, and each worker hands its report to the next fetch that involves
+        it: the user hears of the op once, not again at an unrelated later fetch. A fetch
+        of a value that failed (`value_failed`) always raises, naming the op again. Every
+        refused fragment among them is remembered (`next_base`: where the last one sent
+        ends), though only the first failure is raised."""
+        fresh = []
+        for error in errors:
+            key = (error[0], error[1])
+            if error[2] == 'submit' and isinstance(key[0], int):
+                self._refused(key[0], str(error[3]), next_base)
+            if key[0] is None or key[1] is None:
+                fresh.append(error)
+            elif key not in self.failed_ops:
+                self.failed_ops[key] = None
+                fresh.append(error)
+        while len(self.failed_ops) > FAILED_OPS_KEPT:
+            del self.failed_ops[next(iter(self.failed_ops))]
+        if value_failed and not fresh:
+            fresh = errors or [[None, None, 'fetch', 'the value failed on a worker']]
+        errors = fresh
+        if not errors:
+            return
+        base, location, op, message = errors[0]
+        where = self.where(base, location)
+        found = self._origin(base) if op == 'submit' and base is not None else None
+        if found is not None:
+            _, (_, locations, _) = found
+            where = (f'\n  the work refused was {span(locations)}: the tensors it made were '
+                     'never computed')
+        more = f' (and {len(errors) - 1} more)' if len(errors) > 1 else ''
+        raise _kind(message)(f'{op} failed: {message}{where}{more}')
+
+    def where(self, base: int | None, location: int | None) -> str:
+        for origin_base, locations, ops in self.origins:
+            if origin_base == base and location is not None and location < len(locations):
+                where = describe(locations[location])
+                return f'\n  recorded at {where} ({ops[location]})' if where else ''
+        return ''
+
+    def unsent(self, pending: object, position: int | None, error: Exception, first: int,
+               end: int) -> Exception:
+        """Remember ids from `first` to `end` as never made: a fragment (`pending`) could
+        not be sent, from its record at `position` (the first msgpack cannot encode) on,
+        or whole (None: too large). Return the error to raise."""
+        if position is None:
+            if pending.records:
+                self.lose(first, end, type(error), f'the work that made it '
+                          f'({span(pending.locations)}) was not sent: {error}')
+            return error
+        where = span(pending.locations[position:position + 1])
+        after = len(pending.records) - position - 1
+        why = (f'{pending.records[position][0]} ({where}) has an argument GT cannot send to '
+               f'its server ({type(error).__name__}: {error}); it did not run'
+               + (f', nor the {after} op(s) recorded after it' if after else ''))
+        self.lose(first, end, type(error), why)
+        return type(error)(why)
+
+    def _origin(self, base: int) -> tuple | None:
+        """The position and entry of the fragment sent with `base`, if still known."""
+        for position, origin in enumerate(self.origins):
+            if origin[0] == base:
+                return position, origin
+        return None
+
+    def _refused(self, base: int, message: str, next_base: int) -> None:
+        """The server refused the fragment from `base`: its ids end where the next
+        fragment sent begins."""
+        found = self._origin(base)
+        if found is None:
+            return
+        position, (_, locations, _) = found
+        end = self.origins[position + 1][0] if position + 1 < len(self.origins) else next_base
+        self.lose(base, end, _kind(message),
+                  f'the server refused the work that made it ({span(locations)}): {message}')
+
+
+def _kind(message: object) -> type:
+    return OutOfMemoryError if any(m in str(message) for m in OUT_OF_MEMORY) else WorkerError
+
+
+def first_unsendable(records: list) -> int | None:
+    """The position of the first record msgpack cannot encode (an integer past 64 bits in
+    its attributes, an object it does not know), or None if each one encodes."""
+    for position, record in enumerate(records):
+        try:
+            msgpack.packb(record, use_bin_type=True)
+        except (OverflowError, TypeError, ValueError):
+            return position
+    return None
+
+
+def ids_made(records: int, outputs: dict) -> int:
+    """How many ids the first `records` records of a fragment define: one each, but for
+    those in `outputs` (position -> count)."""
+    return records + sum(count - 1 for position, count in outputs.items()
+                         if position < records)
+
+
+def span(locations: list) -> str:
+    """Where ops were recorded: `path:line` of the first and the last."""
+    first, last = describe(locations[0]), describe(locations[-1])
+    if not first:
+        return 'recorded at an unknown place'
+    return f'recorded at {first}' if first == last else f'recorded from {first} to {last}'
