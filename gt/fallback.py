@@ -20,17 +20,36 @@ from typing import Any
 import numpy as np
 import torch
 
+from gt import views
 from gt.autograd import grad_mode
 from gt.ir import torch_functions
+from gt.ir.dtypes import TORCH_DTYPES
+from gt.ir.ops import torch_calls
 from gt.ir.ops.torch_calls import NeedsData, signature
 from gt.ir.torch_arguments import encode, flatten, rebuild
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply
+from gt.tensor_operators import OperatorMethods
 
 IGNORED_KEYWORDS = ('device', 'pin_memory', 'layout')  # GT places tensors itself
 
 
 def call(name: str, args: tuple, kwargs: dict) -> Any:
+    """`recorded_call`, whose result aliases its first argument where torch's would
+    (`x.diagonal()`, `x.narrow(...)`, `x.unbind()`: gt/views.py)."""
+    result = recorded_call(name, args, kwargs)
+    function = name.rpartition('.')[2]
+    if function in views.SCATTERS and args and isinstance(args[0], Tensor):
+        outputs = result if isinstance(result, tuple) else (result,)
+        for output, value in enumerate(outputs):
+            step = views.call_step(name, args[1:], kwargs,
+                                   output if isinstance(result, tuple) else None)
+            if step is not None and isinstance(value, Tensor):
+                views.mark(value, args[0], step)
+    return result
+
+
+def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
     """Record torch function `name` on `args` and `kwargs`; return what torch would.
     `torch.f(x, ...)` with a GT tensor `x` whose class has a method `f` of its own (a
     row) is `x.f(...)`: torch's functions and methods share their signatures."""
@@ -90,6 +109,8 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
     else:
         outputs = apply('torch_call', inputs, **attrs)
     outputs = outputs if isinstance(outputs, list) else [outputs]
+    if any(output.grad_fn is not None for output in outputs):
+        _untrack_constant_outputs(name, found, inputs, wire_args, wire_kwargs, outputs)
     if torch_functions.in_place(name) or writes_input:
         target = inputs[wire_args[0][1]]
         target._rebind(outputs[0])
@@ -98,6 +119,50 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
         for output in outputs:
             output.requires_grad_()
     return rebuild(found.skeleton, iter(outputs))
+
+
+# id(signature) -> (that signature, {which inputs require grad: which outputs torch
+# makes require grad, or None where meta tensors cannot tell}). A call's memoized
+# signature stands for its function, types and arguments, whose key is costly to build
+# again (a conv2d's took a third of its recording).
+_requiring_outputs: dict[int, tuple[Any, dict]] = {}
+REQUIRING_KEPT = 16384
+
+
+def _untrack_constant_outputs(name: str, found: Any, inputs: list[Tensor], args: list,
+                              kwargs: dict, outputs: list[Tensor]) -> None:
+    """torch makes an output require grad only where it depends on an input that does
+    (`broadcast_tensors(a, b)` with `a` alone requiring grad: the first output alone;
+    `x.new_zeros(3)`: none). The tape node holds all of a call's outputs, so the others
+    leave it here, as torch says on meta tensors that require grad as these inputs do."""
+    entry = _requiring_outputs.get(id(found))
+    if entry is None or entry[0] is not found:
+        if len(_requiring_outputs) >= REQUIRING_KEPT:
+            _requiring_outputs.clear()
+        entry = _requiring_outputs[id(found)] = (found, {})
+    requiring = tuple([tensor.requires_grad for tensor in inputs])
+    answers = entry[1]
+    if requiring not in answers:
+        answers[requiring] = _torch_requiring(name, inputs, requiring, args, kwargs)
+    answer = answers[requiring]
+    if answer is None or len(answer) != len(outputs):
+        return  # no answer: every floating output keeps the gradient the tape gives it
+    for output, requires in zip(outputs, answer):
+        if not requires:
+            output.requires_grad, output.grad_fn = False, None
+
+
+def _torch_requiring(name: str, inputs: list[Tensor], requiring: tuple[bool, ...],
+                     args: list, kwargs: dict) -> tuple[bool, ...] | None:
+    tensors = [torch.empty(tensor._type.shape, dtype=TORCH_DTYPES[tensor._type.dtype],
+                           device='meta').requires_grad_(requires)
+               for tensor, requires in zip(inputs, requiring)]
+    try:
+        with torch.enable_grad():
+            result = torch_calls.call(name, tensors, args, kwargs)
+    except Exception:  # noqa: BLE001 - no meta kernel, or one that needs the values
+        return None
+    return tuple(output.requires_grad for output in flatten(result))
 
 
 def _without_inplace(name: str, args: tuple, kwargs: dict) -> tuple[tuple, bool]:
@@ -223,7 +288,8 @@ def torch_function(func: Any, args: tuple, kwargs: dict) -> Any:
     fallback; a function GT does not run gets the fetched values instead (`torch.tensor`)."""
     name = torch_functions.name_of(func)
     operator = getattr(func, '__name__', '')
-    if name is None and operator.startswith('__') and operator in Tensor.__dict__:
+    if name is None and operator.startswith('__') and (
+            operator in Tensor.__dict__ or operator in OperatorMethods.__dict__):
         # torch_tensor + gt_tensor: the torch tensor joins GT as data.
         from gt.creation import tensor
         converted = [tensor(a) if isinstance(a, torch.Tensor) else a for a in args]

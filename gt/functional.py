@@ -51,7 +51,7 @@ def sum(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
 def mean(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
     return x.mean(dim, keepdim, **kwargs)
 @numpy_names
-def softmax(x: Tensor, dim: int) -> Tensor: return x.softmax(dim)
+def softmax(x: Tensor, dim: int, dtype=None) -> Tensor: return x.softmax(dim, dtype)
 @numpy_names
 def argmax(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmax(dim, keepdim)
 @numpy_names

@@ -5,8 +5,12 @@ or `p.data.mul_(0.9).add_(q.data, alpha=0.1)` (initialization, moving averages) 
 `p`, untracked by autograd. A GT value lives on a worker, so a Snapshot passes an
 in-place call on to the tensor it was taken from (recorded under no_grad, as GT's own
 op or by name) and then copies the new value back into itself: both change, as in
-torch, at the cost of a round trip each. Everything else (reading, arithmetic, `.numpy()`,
-printing, saving) is a plain torch.Tensor's.
+torch, at the cost of a round trip each. A view of a Snapshot (`p.data[3:6]`,
+`p.data.t()`, `p.data.chunk(4)[1]`) is one too: it remembers the calls that made it, and
+a write through it makes the same view of the GT tensor and writes there (gt/views.py
+carries it into the tensor), so `lstm.bias_ih_l0.data[3:6].fill_(1.0)` sets the forget
+gate's bias as in torch. Everything else (reading, arithmetic, `.numpy()`, printing,
+saving) is a plain torch.Tensor's.
 """
 
 import weakref
@@ -14,9 +18,18 @@ from typing import Any
 
 import torch
 
+# torch functions whose result shares its first argument's storage, and that GT tensors
+# have by the same name: a write through such a result reaches the GT tensor.
+VIEW_FUNCTIONS = frozenset({
+    '__getitem__', 'view', 'view_as', 'reshape', 'flatten', 'unflatten', 't', 'transpose',
+    'permute', 'swapaxes', 'swapdims', 'movedim', 'moveaxis', 'diagonal', 'narrow',
+    'select', 'unsqueeze', 'squeeze', 'expand', 'expand_as', 'chunk', 'split', 'unbind'})
+
 
 class Snapshot(torch.Tensor):
     _owner: Any = None  # a weak reference to the GT tensor the value came from
+    _root: Any = None  # for a view: the Snapshot of the whole value, whose storage it shares
+    _path: tuple = ()  # for a view: (function, arguments, keywords, output) calls from it
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
@@ -29,7 +42,10 @@ class Snapshot(torch.Tensor):
             raise RuntimeError(f'{name}: out= cannot be the .data of a GT tensor; use the '
                                'result, or assign it with p.data = result')
         with torch._C.DisableTorchFunctionSubclass():
-            return func(*args, **kwargs)  # results are plain tensors
+            result = func(*args, **kwargs)  # results are plain tensors, views aside
+        if name in VIEW_FUNCTIONS and args and isinstance(args[0], Snapshot):
+            return _views_of(args[0], name, args[1:], kwargs, result)
+        return result
 
     def _write_through(self, name: str, args: tuple, kwargs: dict) -> Any:
         from gt.autograd import no_grad
@@ -42,9 +58,15 @@ class Snapshot(torch.Tensor):
         args = tuple(_gt_form(arg) for arg in args)
         kwargs = {key: _gt_form(value) for key, value in kwargs.items()}
         with no_grad():
-            call(f'Tensor.{name}', (owner, *args), kwargs)
+            target = owner
+            for function, view_args, view_kwargs, output in self._path:
+                target = getattr(target, function)(
+                    *(_gt_form(arg) for arg in view_args),
+                    **{key: _gt_form(value) for key, value in view_kwargs.items()})
+                target = target if output is None else target[output]
+            call(f'Tensor.{name}', (target, *args), kwargs)
         with torch._C.DisableTorchFunctionSubclass():
-            self.copy_(owner._value())
+            (self if self._root is None else self._root).copy_(owner._value())
         return None if name == '__setitem__' else self
 
     def __format__(self, format_spec: str) -> str:
@@ -58,6 +80,22 @@ class Snapshot(torch.Tensor):
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Saved as a plain tensor, so torch.load(weights_only=True) reads it anywhere."""
         return self.as_subclass(torch.Tensor).__reduce_ex__(protocol)
+
+
+def _views_of(source: Snapshot, name: str, args: tuple, kwargs: dict, result: Any) -> Any:
+    """`result` of view function `name` on `source`, its tensors as Snapshots that write
+    through to `source`'s GT tensor (a tuple for chunk, split and unbind)."""
+    def view(value: Any, output: int | None) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        made = value.as_subclass(Snapshot)
+        made._owner = source._owner
+        made._root = source if source._root is None else source._root
+        made._path = (*source._path, (name, args, kwargs, output))
+        return made
+    if isinstance(result, (tuple, list)):
+        return tuple(view(value, output) for output, value in enumerate(result))
+    return view(result, None)
 
 
 def _gt_form(value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from gt import autograd
+from gt import autograd, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
@@ -30,13 +30,14 @@ from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.signal import current_scope
 from gt.tensor_device import GT_DEVICE, Device
 from gt.tensor_math import MathMethods
+from gt.tensor_operators import OperatorMethods
 from gt.tensor_shapes import ShapeMethods
 from gt.tensor_values import ValueMethods
 
 
-class Tensor(ValueMethods, MathMethods, ShapeMethods):
+class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
-                 '_hooks', '__weakref__')
+                 '_hooks', '_view', '_views', '__weakref__')
     _copies_grad = True  # by copy.deepcopy
 
     def __init__(self, *data: Any, **placement: Any):
@@ -147,85 +148,60 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods):
             return apply_binary('add', self, other)
         return binary('add', self, other)
 
-    def __radd__(self, other): return binary('add', other, self)
-    def __sub__(self, other): return binary('sub', self, other)
-    def __rsub__(self, other): return binary('sub', other, self)
-    def __mul__(self, other): return binary('mul', self, other)
-    def __rmul__(self, other): return binary('mul', other, self)
-    def __truediv__(self, other): return binary('div', self, other)
-    def __rtruediv__(self, other):
-        # torch computes `number / t` as `t.reciprocal() * number` (bits differ from a
-        # division): so does GT, for the same bits.
-        if isinstance(other, (int, float)) and not isinstance(other, bool):
-            return self.reciprocal() * other
-        return binary('div', other, self)
-    def __floordiv__(self, other): return binary('floor_divide', self, other)
-    def __rfloordiv__(self, other): return binary('floor_divide', other, self)
-    def __mod__(self, other): return binary('remainder', self, other)
-    def __rmod__(self, other): return binary('remainder', other, self)
-    def __pow__(self, other): return binary('pow', self, other)
-    def __rpow__(self, other): return binary('pow', other, self)
-    def __matmul__(self, other): return apply('matmul', [self, as_tensor(other)])
-    def __rmatmul__(self, other): return apply('matmul', [as_tensor(other), self])
-    def __neg__(self): return apply('neg', [self])
-    def __pos__(self): return self
-    def __abs__(self): return apply('abs', [self])
-    def __invert__(self): return apply('bitwise_not', [self])
-    def __and__(self, other): return binary('bitwise_and', self, other)
-    def __rand__(self, other): return binary('bitwise_and', other, self)
-    def __or__(self, other): return binary('bitwise_or', self, other)
-    def __ror__(self, other): return binary('bitwise_or', other, self)
-    def __xor__(self, other): return binary('bitwise_xor', self, other)
-    def __rxor__(self, other): return binary('bitwise_xor', other, self)
-    def __eq__(self, other): return binary('eq', self, other)
-    def __ne__(self, other): return binary('ne', self, other)
-    def __gt__(self, other): return binary('gt', self, other)
-    def __lt__(self, other): return binary('lt', self, other)
-    def __ge__(self, other): return binary('ge', self, other)
-    def __le__(self, other): return binary('le', self, other)
-    eq, ne, gt, lt, ge, le = __eq__, __ne__, __gt__, __lt__, __ge__, __le__  # torch's names
-
-    # In-place operators rebind this tensor to the new value (the graph is never mutated).
-    def __iadd__(self, other): return self._in_place('add', other)
-    def __isub__(self, other): return self._in_place('sub', other)
-    def __imul__(self, other): return self._in_place('mul', other)
-    def __itruediv__(self, other): return self._in_place('div', other)
-    add_, sub_, mul_, div_ = __iadd__, __isub__, __imul__, __itruediv__
-
-    def _in_place(self, op: str, other: Any) -> 'Tensor':
-        """`self op= other` as torch does it: the result keeps self's shape and dtype."""
-        return self._assign(binary(op, self, other))
-
-    def _assign(self, result: 'Tensor') -> 'Tensor':
-        """Rebind to `result`, an op's result on this tensor, as an in-place op would
-        write it: it must have this tensor's shape, and takes its dtype."""
-        if result._type.shape != self._type.shape:
-            raise RuntimeError(f'output with shape {list(self.shape)} does not match the '
-                               f'broadcast shape {list(result.shape)}')
-        if result._type.dtype != self._type.dtype:
-            if not torch.can_cast(result.dtype, self.dtype):
-                raise RuntimeError(f'result type {result._type.dtype} cannot be cast to the '
-                                   f'desired output type {self._type.dtype}')
-            result = result.to(self.dtype)
-        return self._rebind(result)
-
     def zero_(self) -> 'Tensor':
-        return self._rebind(creation('zeros', self._type.shape, self._type.dtype))
+        return self._rebind(creation('zeros', self._type.shape, self._type.dtype),
+                            uniform=True)
 
     def fill_(self, value: float) -> 'Tensor':
-        return self._rebind(creation('full', self._type.shape, self._type.dtype, value=value))
+        return self._rebind(creation('full', self._type.shape, self._type.dtype, value=value),
+                            uniform=True)
 
     def copy_(self, source: 'Tensor') -> 'Tensor':
         """The values of `source`, placed where this tensor's were (torch keeps the device)."""
         values = as_tensor(source).to(self.dtype).expand(*self._type.shape)
         return self._rebind(apply('copy_into', [self, values]))
 
-    def _rebind(self, new: 'Tensor') -> 'Tensor':
+    def _rebind(self, new: 'Tensor', uniform: bool = False) -> 'Tensor':
+        """Make `new`'s value this tensor's: an in-place op. Through a view it is a write
+        into the base too, and the base's views follow (gt/views.py). `uniform`: every
+        element gets one value (`fill_`), which may go through an expanded view."""
+        self._check_writable()
+        base = None if self._view is None else views.before_write(self, new, uniform)
+        if self._views is not None and new._type != self._type:
+            views.forget(self)  # a new shape or dtype: not a write its views would see
+        self._take(new)
+        if base is not None:
+            views.write_back(self, base)
+        elif self._views is not None:
+            views.refresh(self)
+        return self
+
+    def _check_writable(self) -> None:
         if self.requires_grad and self.is_leaf and grad_mode.enabled:
             raise RuntimeError('a leaf tensor that requires grad cannot be updated in place; '
                                'wrap the update in gt.no_grad()')
+
+    def _stand_in(self) -> 'Tensor':
+        """A new tensor that owns this one's value and history, for tape nodes that read
+        it, before this one takes another value (`_take(..., release=False)`)."""
+        old = wrap(self._id, self._type, self._client)
+        old.requires_grad, old.grad_fn = self.requires_grad, self.grad_fn
+        return old
+
+    def _replace(self, new: 'Tensor') -> 'Tensor':
+        """Rebind to `new` without writing: `t_()`, `unsqueeze_()`, `p.data = value`. The
+        tensor stops aliasing what it did, and aliases what `new` does."""
+        self._check_writable()
+        views.forget(self)
+        self._take(new)
+        views.adopt(self, new)
+        return self
+
+    def _take(self, new: 'Tensor', release: bool = True) -> None:
+        """Rebind to `new`'s value, with its autograd history. `release=False`: the old
+        value has another owner now (a `_stand_in`)."""
         # `h += x` records an add whose input is h: then the tape keeps h's old value.
-        if new.grad_fn is None or not new.grad_fn.rebind_output(new, self):
+        if (new.grad_fn is None or not new.grad_fn.rebind_output(new, self)) and release:
             self._client.release(self._id)
         if new.grad_fn is not None:
             self.requires_grad = True
@@ -235,7 +211,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods):
         new._id = None
         if self._retained:
             autograd.retain_grad(self)
-        return self
 
     # ---- the rest of torch -----------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -329,6 +304,8 @@ def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = 
     tensor.grad_fn = None
     tensor._retained = False
     tensor._hooks = None  # a leaf's gradient hooks (a non-leaf's live on its tape node)
+    tensor._view = None  # what it is a view of (gt/views.py)
+    tensor._views = None  # weak references to its views
     return tensor
 
 

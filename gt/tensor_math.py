@@ -113,8 +113,10 @@ class MathMethods:
         total = core.apply('sum', [self.to(dtype)], **_dims(dim, keepdim, axis, keepdims))
         return total.to(dtype)
 
-    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return core.apply('mean', [self], **_dims(dim, keepdim, axis, keepdims))
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None, dtype=None):
+        # torch casts, then averages in that dtype (an integer one raises, as torch's)
+        source = self if dtype is None else self.to(dtype)
+        return core.apply('mean', [source], **_dims(dim, keepdim, axis, keepdims))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return self._extreme('amax', 'max_dim', 'maximum', dim, keepdim, axis, keepdims)
@@ -158,11 +160,16 @@ class MathMethods:
         return core.apply('std', [self], correction=_correction(unbiased, correction),
                           **_dims(dim, keepdim, axis, keepdims))
 
+    # dtype: torch casts the input, then computes in that dtype (as F.softmax's dtype=)
     @numpy_names
-    def softmax(self, dim: int): return core.apply('softmax', [self], dim=dim)
+    def softmax(self, dim: int, dtype=None):
+        source = self if dtype is None else self.to(dtype)
+        return core.apply('softmax', [source], dim=dim)
 
     @numpy_names
-    def log_softmax(self, dim: int): return core.apply('log_softmax', [self], dim=dim)
+    def log_softmax(self, dim: int, dtype=None):
+        source = self if dtype is None else self.to(dtype)
+        return core.apply('log_softmax', [source], dim=dim)
 
     # ---- built from rows, so they shard, differentiate and compile as rows do ----------
     def masked_fill(self, mask, value):

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from gt import tensor as core
+from gt import views
 from gt.indexing import is_advanced, normalize_index
 from gt.ir.dtypes import TORCH_NAMES, dtype_name
 from gt.ir.type_rules import normalize_dim
@@ -25,8 +26,17 @@ LEGACY_TYPES = {'float32': 'torch.FloatTensor', 'float64': 'torch.DoubleTensor',
 class ShapeMethods:
     __slots__ = ()
 
-    def reshape(self, *shape): return core.apply('reshape', [self], shape=_sizes(shape))
-    view = reshape
+    def reshape(self, *shape):
+        """A view where torch's would be one (the source's strides allow it), else a copy."""
+        result = core.apply('reshape', [self], shape=_sizes(shape))
+        size = list(result._type.shape)
+        if not views.reshape_aliases(self, size):
+            return result
+        return views.mark(result, self, views.reshape_step(size))
+
+    def view(self, *shape):
+        result = core.apply('reshape', [self], shape=_sizes(shape))
+        return views.mark(result, self, views.reshape_step(list(result._type.shape)))
 
     def transpose(self, dim0: int | None = None, dim1: int | None = None):
         """Swap two dims; with none named, a 2-D tensor's two (as the seeds' API has it)."""
@@ -37,7 +47,13 @@ class ShapeMethods:
             dim0, dim1 = 0, 1
         elif dim0 is None or dim1 is None:
             raise TypeError('transpose() takes two dims (or none, for a 2-D tensor)')
-        return core.apply('transpose', [self], dim0=dim0, dim1=dim1)
+        result = core.apply('transpose', [self], dim0=dim0, dim1=dim1)
+        dims = list(range(self.ndim))
+        if dims:
+            first, second = normalize_dim('transpose', dim0, self.ndim), normalize_dim(
+                'transpose', dim1, self.ndim)
+            dims[first], dims[second] = dims[second], dims[first]
+        return views.mark(result, self, views.permute_step(dims))
 
     def t(self):
         """torch's t(): a 2-D tensor's transpose; a 0-D or 1-D one as it is."""
@@ -45,8 +61,8 @@ class ShapeMethods:
             raise RuntimeError(f't() expects a tensor with <= 2 dimensions, but self is '
                                f'{self.ndim}D')
         if self.ndim < 2:
-            return core.apply('reshape', [self], shape=list(self._type.shape))
-        return core.apply('transpose', [self], dim0=0, dim1=1)
+            return self.view(*self._type.shape)
+        return self.transpose(0, 1)
 
     @property
     def T(self):
@@ -69,13 +85,24 @@ class ShapeMethods:
                                f'{self.ndim}-D tensor.')
         return self.T
 
-    def permute(self, *dims): return core.apply('permute', [self], dims=_sizes(dims))
+    def permute(self, *dims):
+        result = core.apply('permute', [self], dims=_sizes(dims))
+        order = [normalize_dim('permute', dim, self.ndim) for dim in _sizes(dims)]
+        return views.mark(result, self, views.permute_step(order))
+
     @numpy_names
-    def unsqueeze(self, dim: int): return core.apply('unsqueeze', [self], dim=dim)
+    def unsqueeze(self, dim: int):
+        result = core.apply('unsqueeze', [self], dim=dim)
+        return views.mark(result, self, views.reshape_step(
+            list(result._type.shape), lambda meta: meta.unsqueeze(dim)))
 
     @numpy_names
     def squeeze(self, dim=None):
-        return core.apply('squeeze', [self], dim=list(dim) if isinstance(dim, tuple) else dim)
+        dims = list(dim) if isinstance(dim, tuple) else dim
+        result = core.apply('squeeze', [self], dim=dims)
+        return views.mark(result, self, views.reshape_step(
+            list(result._type.shape),
+            lambda meta: meta.squeeze() if dims is None else meta.squeeze(dims)))
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
         shape = self._type.shape
@@ -90,9 +117,13 @@ class ShapeMethods:
             middle *= size
         return self.reshape(*shape[:start], middle, *shape[end + 1:])
 
-    def expand(self, *sizes): return core.apply('expand', [self], shape=_sizes(sizes))
+    def expand(self, *sizes):
+        result = core.apply('expand', [self], shape=_sizes(sizes))
+        return views.mark(result, self, views.expand_step(self._type.shape,
+                                                          list(result._type.shape)))
+
     def expand_as(self, other): return self.expand(*other.shape)
-    def view_as(self, other): return self.reshape(*other.shape)
+    def view_as(self, other): return self.view(*other.shape)
     def reshape_as(self, other): return self.reshape(*other.shape)
 
     def split(self, split_size, dim: int = 0):
@@ -102,27 +133,51 @@ class ShapeMethods:
         else:
             sizes = list(split_size)
         result = core.apply('split', [self], sizes=sizes, dim=dim)
-        return tuple(result) if isinstance(result, list) else (result,)
+        parts = tuple(result) if isinstance(result, list) else (result,)
+        whole = [['slice', None, None, None]] * normalize_dim('split', dim, self.ndim)
+        start = 0
+        for part, length in zip(parts, sizes):
+            views.mark(part, self, views.index_step(
+                [*whole, ['slice', start, start + length, None]]))
+            start += length
+        return parts
 
     def chunk(self, chunks: int, dim: int = 0):
         size = self._type.shape[dim]
         return self.split(max(1, -(-size // chunks)), dim)
 
-    def contiguous(self): return self
+    def contiguous(self, memory_format=None):
+        """The tensor itself, or a copy where it is a view torch would not lay out as a
+        fresh tensor (a transpose, a column): a copy aliases nothing."""
+        return self if views.is_contiguous_view(self) else self.clone()
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return views.is_contiguous_view(self)
+
+    def stride(self, dim: int | None = None):
+        """torch's strides for this tensor: a view's in its base, as torch lays it out."""
+        strides = views.strides(self)
+        return strides if dim is None else strides[normalize_dim('stride', dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        return views.storage_offset(self)
     def cpu(self): return self
 
-    # torch's in-place view ops change the shape: GT rebinds the tensor to the new view.
-    def unsqueeze_(self, dim): return self._rebind(self.unsqueeze(dim))
-    def squeeze_(self, dim=None): return self._rebind(self.squeeze(dim))
-    def t_(self): return self._rebind(self.t())
-    def transpose_(self, dim0, dim1): return self._rebind(self.transpose(dim0, dim1))
+    # torch's in-place view ops change how the elements are seen, not the elements: GT
+    # rebinds the tensor to the new view, which aliases what it aliased.
+    def unsqueeze_(self, dim): return self._replace(self.unsqueeze(dim))
+    def squeeze_(self, dim=None): return self._replace(self.squeeze(dim))
+    def t_(self): return self._replace(self.t())
+    def transpose_(self, dim0, dim1): return self._replace(self.transpose(dim0, dim1))
     swapdims_ = swapaxes_ = transpose_
 
     def __getitem__(self, key: Any):
         if is_advanced(key):  # tensors, masks, lists: torch's advanced indexing
             from gt import fallback
             return fallback.call('Tensor.__getitem__', (self, key), {})
-        return core.apply('getitem', [self], index=normalize_index(key, self._type.shape))
+        index = normalize_index(key, self._type.shape)
+        return views.mark(core.apply('getitem', [self], index=index), self,
+                          views.index_step(index))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if is_advanced(key):

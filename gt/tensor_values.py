@@ -22,9 +22,10 @@ class ValueMethods:
 
     @data.setter
     def data(self, value: Any) -> None:
-        """`p.data = value`: `p` takes the value, unrecorded by autograd, as in torch."""
+        """`p.data = value`: `p` takes the value, unrecorded by autograd, as in torch,
+        and stops sharing one with its views or base."""
         with autograd.no_grad():
-            self._rebind(core.as_tensor(value).clone())
+            self._replace(core.as_tensor(value).clone())
 
     def _value(self) -> torch.Tensor:
         return self._client.fetch([self._id])[0]

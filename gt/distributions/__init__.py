@@ -67,7 +67,9 @@ InverseGamma = gt_class(_torch.InverseGamma)
 Kumaraswamy = gt_class(_torch.Kumaraswamy)
 Laplace = gt_class(_torch.Laplace)
 LogNormal = gt_class(_torch.LogNormal)
+LKJCholesky = gt_class(_torch.LKJCholesky)
 LogisticNormal = gt_class(_torch.LogisticNormal)
+LowRankMultivariateNormal = gt_class(_torch.LowRankMultivariateNormal)
 MixtureSameFamily = gt_class(_torch.MixtureSameFamily)
 Multinomial = gt_class(_torch.Multinomial)
 MultivariateNormal = gt_class(_torch.MultivariateNormal)
@@ -92,8 +94,8 @@ __all__ = [
     'CorrCholeskyTransform', 'CumulativeDistributionTransform', 'Dirichlet', 'Distribution',
     'ExpTransform', 'Exponential', 'ExponentialFamily', 'FisherSnedecor', 'Gamma',
     'GeneralizedPareto', 'Geometric', 'Gumbel', 'HalfCauchy', 'HalfNormal', 'Independent',
-    'IndependentTransform', 'InverseGamma', 'Kumaraswamy', 'Laplace', 'LogNormal',
-    'LogisticNormal', 'LowerCholeskyTransform', 'MixtureSameFamily',
+    'IndependentTransform', 'InverseGamma', 'Kumaraswamy', 'LKJCholesky', 'Laplace', 'LogNormal',
+    'LogisticNormal', 'LowRankMultivariateNormal', 'LowerCholeskyTransform', 'MixtureSameFamily',
     'Multinomial', 'MultivariateNormal', 'NegativeBinomial', 'Normal', 'OneHotCategorical',
     'OneHotCategoricalStraightThrough', 'Pareto', 'Poisson', 'PositiveDefiniteTransform',
     'PowerTransform', 'RelaxedBernoulli', 'RelaxedOneHotCategorical', 'ReshapeTransform',
@@ -102,21 +104,3 @@ __all__ = [
     'Uniform', 'VonMises', 'Weibull', 'Wishart', 'biject_to',
     'identity_transform', 'kl_divergence', 'register_kl', 'transform_to',
 ]
-
-# torch's code for these writes through a view (`K.view(-1, m * m)[:, ::m + 1] += 1`,
-# `u[..., 0, :].fill_(0)`), and a GT view is a value of its own, not an alias of its
-# base: the write would be lost and the results silently wrong.
-UNSUPPORTED = {
-    'LowRankMultivariateNormal': 'torch adds the identity to the capacitance matrix through '
-                                 'a view, which GT tensors do not write through; '
-                                 'MultivariateNormal(loc, covariance_matrix=W @ W.mT + '
-                                 'torch.diag_embed(D)) is the same distribution',
-    'LKJCholesky': 'torch zeroes the first row of its hypersphere draw through a view, which '
-                   'GT tensors do not write through',
-}
-
-
-def __getattr__(name: str):
-    if name in UNSUPPORTED:
-        raise AttributeError(f'GT has no gt.distributions.{name}: {UNSUPPORTED[name]}')
-    raise AttributeError(f"module 'gt.distributions' has no attribute {name!r}")

@@ -160,6 +160,52 @@ def test_in_place_methods_return_the_tensor():
     assert_same(x, tx)
 
 
+def test_in_place_methods_take_alpha_and_rounding_mode():
+    (x, tx), (y, ty) = pairs((3, 4), (4,))
+    alias = x
+    assert x.add_(y, alpha=0.3) is x and x.sub_(y, alpha=2) is x and x.sub_(1.5, alpha=-1) is x
+    tx.add_(ty, alpha=0.3).sub_(ty, alpha=2).sub_(1.5, alpha=-1)
+    assert_same(alias, tx, rtol=0, atol=0)
+    for mode in ['floor', 'trunc', None]:
+        assert x.div_(y, rounding_mode=mode) is x
+        tx.div_(ty, rounding_mode=mode)
+        assert_same(alias, tx, rtol=0, atol=0)
+    (ints, tints), (other, tother) = pairs((5,), (5,), dtype=torch.int64, low=1)
+    ints.add_(other, alpha=3).div_(-2, rounding_mode='floor').sub_(other, alpha=2)
+    tints.add_(tother, alpha=3).div_(-2, rounding_mode='floor').sub_(tother, alpha=2)
+    assert_same(ints, tints)
+    assert_like_torch(lambda a: a.add_(1, alpha=0.5), [ints], [tints])  # torch: no float alpha
+    assert_like_torch(lambda a: a.div_(2, rounding_mode='round'), [x], [tx])
+
+
+def test_moving_average_update_under_no_grad():
+    """The EMA idiom, on tensors that require grad; outside no_grad, a leaf refuses it."""
+    (average, taverage), (weight, tweight) = pairs((6,), (6,))
+    for tensor in (average, taverage, weight, tweight):
+        tensor.requires_grad_()
+    with gt.no_grad():
+        assert average.mul_(0.9).add_(weight, alpha=0.1) is average
+    with torch.no_grad():
+        taverage.mul_(0.9).add_(tweight, alpha=0.1)
+    assert_same(average, taverage.detach(), rtol=0, atol=0)
+    assert average.requires_grad and average.is_leaf
+    with pytest.raises(RuntimeError):
+        average.add_(weight, alpha=0.1)
+
+
+def test_gradients_through_add_with_alpha_in_place():
+    (x, tx), (y, ty) = pairs((2, 3), (3,))
+    for tensor in (x, tx, y, ty):
+        tensor.requires_grad_()
+    hidden, thidden = x * 2, tx * 2
+    hidden.sub_(y, alpha=3).add_(y.exp(), alpha=0.5)
+    thidden.sub_(ty, alpha=3).add_(ty.exp(), alpha=0.5)
+    (hidden * hidden).sum().backward()
+    (thidden * thidden).sum().backward()
+    assert_same(x.grad, tx.grad)
+    assert_same(y.grad, ty.grad)
+
+
 def test_in_place_keeps_other_tensors_that_used_the_old_value():
     x, tx = pair(np.arange(4, dtype=np.float32))
     before = x * 1

@@ -417,18 +417,36 @@ def test_a_custom_distribution_on_gts_base_class_ports_by_its_import():
         unsupported(gt.tensor([1.0])).log_prob(gt.tensor([0.5]))
 
 
-def test_what_gt_cannot_run_is_refused_with_the_reason():
-    with pytest.raises(AttributeError, match='write through'):
-        GD.LowRankMultivariateNormal  # noqa: B018 - the lookup is what is tested
-    with pytest.raises(AttributeError, match='LKJCholesky'):
-        gt.distributions.LKJCholesky  # noqa: B018
+def test_distributions_whose_torch_code_writes_through_views():
+    """torch's LowRankMultivariateNormal adds the identity to its capacitance matrix
+    through a view, and LKJCholesky zeroes a row of its draw through one (gt/views.py)."""
+    torch.manual_seed(0)
+    loc, factor, diagonal = torch.randn(2, 3), torch.randn(2, 3, 2), torch.rand(2, 3) + 0.5
+    want = TD.LowRankMultivariateNormal(loc, factor, diagonal)
+    mine = gt.tensor(loc, requires_grad=True)
+    got = GD.LowRankMultivariateNormal(mine, gt.tensor(factor), gt.tensor(diagonal))
+    value = torch.randn(2, 3)
+    theirs = loc.clone().requires_grad_()
+    expected = TD.LowRankMultivariateNormal(theirs, factor, diagonal).log_prob(value)
+    assert_same(got.log_prob(gt.tensor(value)), expected)
+    assert_same(got.entropy(), want.entropy())
+    assert_same(got.variance, want.variance)
+    got.log_prob(gt.tensor(value)).sum().backward()
+    expected.sum().backward()
+    assert_same(mine.grad, theirs.grad)
+    torch.manual_seed(3)
+    draws = TD.LKJCholesky(3, 0.5).sample((2,))
+    gt.manual_seed(3)
+    assert_same(GD.LKJCholesky(3, gt.tensor(0.5)).sample((2,)), draws)
+    assert_same(GD.LKJCholesky(3, gt.tensor(0.5)).log_prob(gt.tensor(draws)),
+                TD.LKJCholesky(3, 0.5).log_prob(draws))
 
 
 def test_torchs_names_are_there():
     assert gt.distributions is GD
     assert GD.constraints is TD.constraints and GD.transforms is TD.transforms
     assert issubclass(GD.Normal, TD.Normal) and issubclass(GD.Normal, GD.Distribution)
-    assert set(GD.__all__) == set(TD.__all__) - set(GD.UNSUPPORTED)
+    assert set(GD.__all__) == set(TD.__all__)
     assert all(hasattr(GD, name) for name in GD.__all__)
 
 

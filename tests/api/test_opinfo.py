@@ -32,8 +32,6 @@ KNOWN_FAILURES = {
     'as_strided.partial_views': 'storage offset (GT tensors are not views)',
     '__rdiv__': 'GT Tensor has no __rdiv__',
     'tensor_split': 'indices as a tensor: torch wants it on the host, meta has no values',
-    'softmax.with_dtype': 'GT softmax takes no dtype=',
-    'log_softmax.with_dtype': 'GT log_softmax takes no dtype=',
     'std.unbiased': 'GT std takes no positional unbiased',
     'var.unbiased': 'GT var takes no positional unbiased',
     'resize_': 'refused: resizes storage',

@@ -4,7 +4,7 @@ and `axis/keepdims`; max/min with indices or another tensor; softmax and log_sof
 import numpy as np
 import pytest
 import torch
-from api_check import array, assert_same, pair
+from api_check import array, assert_like_torch, assert_same, pair
 
 import gt
 
@@ -46,6 +46,18 @@ def test_sum_with_dtype_to_a_wider_float():
 def test_sum_with_dtype_casts_before_summing():
     got, want = pair(np.array([0.5, 0.5, 0.75], dtype=np.float32))
     assert_same(got.sum(dtype=gt.int32), want.sum(dtype=torch.int32))
+
+
+def test_mean_with_dtype_casts_before_averaging():
+    got, want = pair(array((4, 6), torch.float16))
+    assert_same(got.mean(dtype=gt.float64), want.mean(dtype=torch.float64))
+    assert_same(got.mean(1, True, dtype=gt.float32), want.mean(1, True, dtype=torch.float32))
+    assert_same(gt.mean(got, 1, dtype=gt.float64), torch.mean(want, 1, dtype=torch.float64))
+    assert_same(torch.mean(got, dim=0, dtype=torch.float32),  # through __torch_function__
+                torch.mean(want, dim=0, dtype=torch.float32))
+    ints, tints = pair(array((4, 6), torch.int32))
+    assert_same(ints.mean(axis=0, dtype=gt.float64), tints.mean(0, dtype=torch.float64))
+    assert_like_torch(lambda t: t.mean(dtype=torch.int64), [got], [want])
 
 
 def test_mean_var_std_refuse_integers_like_torch():
@@ -117,6 +129,21 @@ def test_softmax_log_softmax(name, dim):
     assert_same(getattr(got, name)(dim=dim), getattr(want, name)(dim=dim))
     if name == 'softmax':
         assert_same(gt.softmax(got, dim), torch.softmax(want, dim))
+
+
+@pytest.mark.parametrize('name', ['softmax', 'log_softmax'])
+@pytest.mark.parametrize('dtype', [torch.float64, torch.float32], ids=str)
+def test_softmax_log_softmax_with_dtype(name, dtype):
+    """torch casts the input to dtype first: a half input computed in float32 (as mixed
+    precision code asks) is not a float32 cast of the half result."""
+    got, want = pair(array((4, 7), torch.float16) * 10)
+    method, tmethod = getattr(got, name), getattr(want, name)
+    assert_same(method(-1, dtype), tmethod(-1, dtype))
+    assert_same(method(dim=0, dtype=dtype), tmethod(dim=0, dtype=dtype))
+    assert_same(getattr(torch, name)(got, 1, dtype=dtype),
+                getattr(torch, name)(want, 1, dtype=dtype))
+    if name == 'softmax':
+        assert_same(gt.softmax(got, -1, dtype=dtype), torch.softmax(want, -1, dtype=dtype))
 
 
 def test_softmax_of_large_values_is_stable():

@@ -97,3 +97,27 @@ def test_a_gradient_penalty_through_a_call_by_name_is_torchs(name, make_inputs, 
     want = _penalty(torch, make_inputs, function)
     for index, (a, b) in enumerate(zip(got, want)):
         torch.testing.assert_close(a.data, b.detach(), msg=lambda m: f'{name} {index}: {m}')
+
+
+def _several_outputs(library, a, b):
+    return [library.broadcast_tensors(a, b), library.broadcast_tensors(b, a, b),
+            library.meshgrid(a.flatten(), b, indexing='ij'), library.atleast_2d(b, a),
+            [a.new_zeros(3)], library.split(a * b, 1)]
+
+
+def test_outputs_require_grad_only_where_torch_s_do():
+    """torch marks a call's output as requiring grad only where it depends on an input
+    that does; the gradient through those is torch's."""
+    import gt
+    data = torch.randn(3, 1, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
+    a, b = gt.tensor(data[0].numpy(), requires_grad=True), gt.tensor(data[1].numpy())
+    ta, tb = data[0].clone().requires_grad_(), data[1].clone()
+    for got, want in zip(_several_outputs(gt, a, b), _several_outputs(torch, ta, tb),
+                         strict=True):
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+        assert all(t.grad_fn is None for t in got if not t.requires_grad)
+    x, y = gt.broadcast_tensors(a, b)
+    tx, ty = torch.broadcast_tensors(ta, tb)
+    (x * y.exp()).sum().backward()
+    (tx * ty.exp()).sum().backward()
+    torch.testing.assert_close(a.grad.data, ta.grad)

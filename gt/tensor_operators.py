@@ -1,0 +1,94 @@
+"""Tensor methods for Python's operators (`a - b`, `a @ b`, `a == b`) and their in-place
+forms (`+=`, `add_`), which rebind the tensor to the new value: the graph is never
+mutated. A mixin of `gt.tensor.Tensor`, which keeps `__add__` itself (its fast path
+checks for exactly `Tensor`); every method records ops through `gt.tensor`.
+"""
+
+from typing import Any
+
+import torch
+
+from gt import tensor as core
+
+
+class OperatorMethods:
+    __slots__ = ()
+
+    def __radd__(self, other): return core.binary('add', other, self)
+    def __sub__(self, other): return core.binary('sub', self, other)
+    def __rsub__(self, other): return core.binary('sub', other, self)
+    def __mul__(self, other): return core.binary('mul', self, other)
+    def __rmul__(self, other): return core.binary('mul', other, self)
+    def __truediv__(self, other): return core.binary('div', self, other)
+    def __rtruediv__(self, other):
+        # torch computes `number / t` as `t.reciprocal() * number` (bits differ from a
+        # division): so does GT, for the same bits.
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            return self.reciprocal() * other
+        return core.binary('div', other, self)
+    def __floordiv__(self, other): return core.binary('floor_divide', self, other)
+    def __rfloordiv__(self, other): return core.binary('floor_divide', other, self)
+    def __mod__(self, other): return core.binary('remainder', self, other)
+    def __rmod__(self, other): return core.binary('remainder', other, self)
+    def __pow__(self, other): return core.binary('pow', self, other)
+    def __rpow__(self, other): return core.binary('pow', other, self)
+    def __matmul__(self, other): return core.apply('matmul', [self, core.as_tensor(other)])
+    def __rmatmul__(self, other): return core.apply('matmul', [core.as_tensor(other), self])
+    def __neg__(self): return core.apply('neg', [self])
+    def __pos__(self): return self
+    def __abs__(self): return core.apply('abs', [self])
+    def __invert__(self): return core.apply('bitwise_not', [self])
+    def __and__(self, other): return core.binary('bitwise_and', self, other)
+    def __rand__(self, other): return core.binary('bitwise_and', other, self)
+    def __or__(self, other): return core.binary('bitwise_or', self, other)
+    def __ror__(self, other): return core.binary('bitwise_or', other, self)
+    def __xor__(self, other): return core.binary('bitwise_xor', self, other)
+    def __rxor__(self, other): return core.binary('bitwise_xor', other, self)
+    def __eq__(self, other): return core.binary('eq', self, other)
+    def __ne__(self, other): return core.binary('ne', self, other)
+    def __gt__(self, other): return core.binary('gt', self, other)
+    def __lt__(self, other): return core.binary('lt', self, other)
+    def __ge__(self, other): return core.binary('ge', self, other)
+    def __le__(self, other): return core.binary('le', self, other)
+    eq, ne, gt, lt, ge, le = __eq__, __ne__, __gt__, __lt__, __ge__, __le__  # torch's names
+
+    # In-place operators rebind this tensor to the new value (the graph is never mutated).
+    def __iadd__(self, other): return self._in_place('add', other)
+    def __isub__(self, other): return self._in_place('sub', other)
+    def __imul__(self, other): return self._in_place('mul', other)
+    def __itruediv__(self, other): return self._in_place('div', other)
+    mul_ = __imul__
+
+    # With alpha or a rounding mode, the update is the out-of-place method's (torch's
+    # kernel run by name, gt/fallback.py), rebound as `+=` is.
+    def add_(self, other, *, alpha=1):
+        if alpha == 1:
+            return self._in_place('add', other)
+        return self._assign(self.add(other, alpha=alpha))
+
+    def sub_(self, other, *, alpha=1):
+        if alpha == 1:
+            return self._in_place('sub', other)
+        return self._assign(self.sub(other, alpha=alpha))
+
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return self._in_place('div', other)
+        return self._assign(self.div(other, rounding_mode=rounding_mode))
+
+    def _in_place(self, op: str, other: Any) -> 'core.Tensor':
+        """`self op= other` as torch does it: the result keeps self's shape and dtype."""
+        return self._assign(core.binary(op, self, other))
+
+    def _assign(self, result: 'core.Tensor') -> 'core.Tensor':
+        """Rebind to `result`, an op's result on this tensor, as an in-place op would
+        write it: it must have this tensor's shape, and takes its dtype."""
+        if result._type.shape != self._type.shape:
+            raise RuntimeError(f'output with shape {list(self.shape)} does not match the '
+                               f'broadcast shape {list(result.shape)}')
+        if result._type.dtype != self._type.dtype:
+            if not torch.can_cast(result.dtype, self.dtype):
+                raise RuntimeError(f'result type {result._type.dtype} cannot be cast to the '
+                                   f'desired output type {self._type.dtype}')
+            result = result.to(self.dtype)
+        return self._rebind(result)

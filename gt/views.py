@@ -1,0 +1,355 @@
+"""Views: tensors that alias another tensor, as torch's views share its storage.
+
+A GT value never changes (the graph is SSA): an in-place op rebinds its tensor to a new
+value. Torch's views (`x[1:3]`, `x.t()`, `x.view(6)`, `x.diagonal()`, `x.chunk(2)[0]`)
+share their base's storage, so a write through a view changes the base and every other
+view of it, and a write to the base shows through every view. Initialization code
+relies on it (`lstm.bias_ih_l0.data[3:6].fill_(1.0)`, `w[0].zero_()` under no_grad), and
+without it those writes were lost with no error.
+
+So a view remembers its base (weakly: a view must not keep a large base's value alive
+on the worker after the script dropped it) and the steps from the base to it. A write
+to a view is put back into the base, step by step in reverse (`setitem` for an index,
+the inverse permutation for a transpose, `torch.diagonal_scatter` for a diagonal...),
+the base is rebound to that value, and the base's other live views are recomputed from
+it; a write to the base recomputes its live views. These are ordinary recorded ops, so
+autograd sees them (a write through a view of a tensor that requires grad gives the
+base the gradient torch gives). A view whose base is gone is a tensor of its own.
+
+Writes through an `expand`ed view are refused, as torch refuses them. `reshape` and
+`flatten` alias only where torch's would (the strides allow a view), `contiguous()` of a
+view that is not contiguous copies, as torch's does, and `stride()`, `storage_offset()`
+and `is_contiguous()` answer as torch's would, from the same view of a meta tensor.
+"""
+
+import weakref
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from gt.autograd import grad_mode
+
+
+class Step(NamedTuple):
+    """One view op: `take(parent)` makes the view, `put(parent, view)` the parent with the
+    view's elements replaced, and `layout(meta)`
+    the same view of a meta tensor, whose strides are torch's. `take` and `put` record
+    plain ops, never views of their own: they run while a base's views are walked."""
+
+    take: Callable[[Any], Any]
+    put: Callable[[Any, Any], Any]
+    layout: Callable[[torch.Tensor], torch.Tensor]
+    expands: bool = False  # several of the view's elements are one of the parent's
+
+
+class View:
+    """What a view aliases: its base (weakly), the base's shape, the steps from it, and
+    the tape node of the first step (whose input is the base), if it has one."""
+
+    __slots__ = ('base', 'base_shape', 'steps', 'node', '_layout')
+
+    def __init__(self, base: Any, steps: tuple, node: Any) -> None:
+        self.base = weakref.ref(base)
+        self.base_shape = base._type.shape
+        self.steps = steps
+        self.node = node
+        self._layout: torch.Tensor | None = None
+
+    def layout(self) -> torch.Tensor:
+        """A meta tensor with the view's sizes, strides and offset in its base, as torch
+        would have them (worked out when first asked: only stride(), is_contiguous(),
+        and reshaping a view need it)."""
+        if self._layout is None:
+            meta = torch.empty(self.base_shape, device='meta')
+            for step in self.steps:
+                meta = step.layout(meta)
+            self._layout = meta
+        return self._layout
+
+
+EXPAND_WRITE = ('unsupported operation: more than one element of the written-to tensor '
+                'refers to a single memory location. Please clone() the tensor before '
+                'performing the operation.')
+LEAF_WRITE = ('a view of a leaf tensor that requires grad is being used in an in-place '
+              'operation; wrap the update in gt.no_grad()')
+
+
+def mark(view: Any, source: Any, step: Step) -> Any:
+    """Make `view` (just computed from `source` by `step`) a view of `source`'s base."""
+    parent = source._view
+    base = source if parent is None else parent.base()
+    if base is None:  # the source's base is gone: the source is the base now
+        base, parent = source, None
+    steps = (step,) if parent is None else (*parent.steps, step)
+    view._view = View(base, steps, view.grad_fn if parent is None else parent.node)
+    if base._views is None:
+        base._views = []
+    base._views.append(weakref.ref(view))
+    return view
+
+
+def is_contiguous_view(tensor: Any) -> bool:
+    """Whether `tensor` is laid out as a fresh tensor of its shape would be (only a view
+    may not be)."""
+    return tensor._view is None or tensor._view.layout().is_contiguous()
+
+
+def strides(tensor: Any) -> tuple[int, ...]:
+    if tensor._view is None:
+        return torch.empty(tensor._type.shape, device='meta').stride()
+    return tensor._view.layout().stride()
+
+
+def storage_offset(tensor: Any) -> int:
+    return 0 if tensor._view is None else tensor._view.layout().storage_offset()
+
+
+def reshape_aliases(tensor: Any, shape: list[int]) -> bool:
+    """Whether torch's `reshape` of `tensor` to `shape` would be a view (a copy where
+    the strides allow none)."""
+    if tensor._view is None:
+        return True
+    try:
+        tensor._view.layout().view(shape)
+    except RuntimeError:
+        return False
+    return True
+
+
+def before_write(tensor: Any, new: Any, uniform: bool) -> Any:
+    """Called before `tensor` is rebound to `new`; returns the base a write through the
+    view must go back to, or None. A rebinding that changes shape or dtype (`t_()`,
+    `.data = other`, a module's `.to(dtype)`) is not a write: the view stops aliasing.
+    `uniform`: the write gives every element one value (`fill_`, `zero_`), which torch
+    allows through an expanded view too."""
+    view = tensor._view
+    if new._type != tensor._type:
+        forget(tensor)
+        return None
+    base = view.base()
+    if base is None:
+        tensor._view = None
+        return None
+    if not uniform and any(step.expands for step in view.steps):
+        raise RuntimeError(EXPAND_WRITE)
+    if grad_mode.enabled and base.requires_grad and base.grad_fn is None:
+        raise RuntimeError(LEAF_WRITE)
+    return base
+
+
+def write_back(tensor: Any, base: Any) -> None:
+    """Put `tensor`'s new value (it is a view of `base`) into `base` and rebind it; the
+    base's other views follow.
+
+    The tape nodes that read the base to make its live views, and the put and take
+    here, get a stand-in holding the base's old value, which is what they read: autograd
+    would take the new one for a forbidden in-place change of their input (torch's view
+    ops save no input either)."""
+    view = tensor._view
+    parents = [base]
+    for step in view.steps[:-1]:
+        parents.append(step.take(parents[-1]))
+    value = tensor
+    for step, parent in zip(reversed(view.steps), reversed(parents)):
+        value = step.put(parent, value)
+    old = base._stand_in()
+    readers = [value.grad_fn, parents[1].grad_fn if len(parents) > 1 else None]
+    for reference in base._views or ():
+        other = reference()
+        if other is not None and other._view is not None:
+            readers.append(other._view.node)
+    for node in readers:
+        if node is not None:
+            node.inputs = [old if input is base else input for input in node.inputs]
+    base._take(value, release=False)
+    refresh(base, tensor)
+
+
+def refresh(base: Any, written: Any = None) -> None:
+    """Recompute `base`'s live views (all but `written`, which has its value) from its
+    value; views that died are dropped from its list."""
+    live = []
+    for reference in base._views:
+        view = reference()
+        if view is None or view._view is None or view._view.base() is not base:
+            continue
+        live.append(reference)
+        # A view with autograd history keeps its value: tape nodes may read it, and
+        # would take the new one for a forbidden in-place change (torch's views follow).
+        if view is not written and view.grad_fn is None:
+            value = base
+            for step in view._view.steps:
+                value = step.take(value)
+            view._take(value)
+    base._views = live or None
+
+
+def forget(tensor: Any) -> None:
+    """`tensor` no longer aliases anything, nor is aliased: it and its views part."""
+    tensor._view = None
+    for reference in tensor._views or ():
+        view = reference()
+        if view is not None and view._view is not None and view._view.base() is tensor:
+            view._view = None
+    tensor._views = None
+
+
+def adopt(tensor: Any, new: Any) -> None:
+    """`tensor` took `new`'s value: it is the view `new` was, in its place."""
+    view = new._view
+    base = None if view is None else view.base()
+    if base is not None:
+        tensor._view = view
+        base._views.append(weakref.ref(tensor))
+    new._view = None
+
+
+# ---- the steps ------------------------------------------------------------------------------
+def index_step(index: list) -> Step:
+    """A basic index (ints, slices, None, ...), in the getitem op's form."""
+    from gt.tensor import apply
+
+    key = tuple(_index_item(item) for item in index)
+    return Step(lambda parent: apply('getitem', [parent], index=index),
+                lambda parent, view: apply('setitem', [parent, view], index=index),
+                lambda meta: meta[key])
+
+
+def reshape_step(shape: list[int], layout: Callable | None = None) -> Step:
+    """Any view that only regroups elements in order: view, unsqueeze, squeeze, flatten
+    (`layout`: the op on a meta tensor, when it is not `view`)."""
+    from gt.tensor import apply
+
+    return Step(lambda parent: apply('reshape', [parent], shape=shape),
+                lambda parent, view: apply('reshape', [view], shape=list(parent.shape)),
+                layout or (lambda meta: _viewed(meta, shape)))
+
+
+def permute_step(dims: list[int]) -> Step:
+    """transpose, permute, movedim, swapaxes: an order of the parent's dims."""
+    inverse = [0] * len(dims)
+    for position, dim in enumerate(dims):
+        inverse[dim] = position
+    from gt.tensor import apply
+
+    return Step(lambda parent: apply('permute', [parent], dims=dims),
+                lambda parent, view: apply('permute', [view], dims=inverse),
+                lambda meta: meta.permute(dims))
+
+
+def expand_step(source_shape: tuple[int, ...], shape: list[int]) -> Step:
+    """`expand`: a write puts back the first of the elements that share one."""
+    from gt.tensor import apply
+
+    added = len(shape) - len(source_shape)
+    first = [['int', 0]] * added + [
+        ['slice', 0, 1, None] if size == 1 and wide != 1 else ['slice', None, None, None]
+        for size, wide in zip(source_shape, shape[added:])]
+    return Step(lambda parent: apply('expand', [parent], shape=shape),
+                lambda parent, view: apply('getitem', [view], index=first),
+                lambda meta: meta.expand(shape), expands=True)
+
+
+def call_step(name: str, args: tuple, kwargs: dict, output: int | None) -> Step | None:
+    """The step of a view torch function GT runs by name (`x.diagonal()`, `torch.narrow`,
+    `x.unbind()[k]`: `output` picks one of a tuple result), or None for other functions."""
+    from gt.fallback import recorded_call
+
+    function = name.rpartition('.')[2]
+    scatter = SCATTERS.get(function)
+    if scatter is None:
+        return None
+    bound = _bind(function, args, kwargs)
+    if bound is None:
+        return None
+
+    def take(parent: Any) -> Any:
+        result = recorded_call(name, (parent, *args), dict(kwargs))
+        return result if output is None else result[output]
+
+    def layout(meta: torch.Tensor) -> torch.Tensor:
+        result = getattr(meta, function)(*args, **kwargs)
+        return result if output is None else result[output]
+    return Step(take, lambda parent, view: scatter(parent, view, output, **bound), layout)
+
+
+def _bind(function: str, args: tuple, kwargs: dict) -> dict | None:
+    """The arguments of view function `function` by name, or None if they do not fit."""
+    names = SIGNATURES[function]
+    if len(args) > len(names) or any(key not in names for key in kwargs):
+        return None
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return bound
+
+
+def _scatter(name: str, parent: Any, view: Any, *args: Any) -> Any:
+    """torch's `name` (a `*_scatter` function, or the inverse of a dim move) by name."""
+    from gt.fallback import recorded_call
+
+    return recorded_call(f'torch.{name}', (parent, view, *args), {})
+
+
+def _call(name: str, *args: Any) -> Any:
+    from gt.fallback import recorded_call
+
+    return recorded_call(f'torch.{name}', args, {})
+
+
+def _apply(op: str, view: Any, **attrs: Any) -> Any:
+    from gt.tensor import apply
+
+    return apply(op, [view], **attrs)
+
+
+SIGNATURES = {
+    'diagonal': ('offset', 'dim1', 'dim2'),
+    'narrow': ('dim', 'start', 'length'),
+    'select': ('dim', 'index'),
+    'unbind': ('dim',),
+    'movedim': ('source', 'destination'),
+    'moveaxis': ('source', 'destination'),
+    'swapaxes': ('axis0', 'axis1'),
+    'swapdims': ('dim0', 'dim1'),
+    'unflatten': ('dim', 'sizes'),
+}
+# function -> (parent, new view, output index, **its arguments) -> the new parent
+SCATTERS: dict[str, Callable] = {
+    'diagonal': lambda parent, view, _, offset=0, dim1=0, dim2=1: _scatter(
+        'diagonal_scatter', parent, view, offset, dim1, dim2),
+    'narrow': lambda parent, view, _, dim, start, length: _scatter(
+        'slice_scatter', parent, view, dim, start, start + length),
+    'select': lambda parent, view, _, dim, index: _scatter(
+        'select_scatter', parent, view, dim, index),
+    'unbind': lambda parent, view, output, dim=0: _scatter(
+        'select_scatter', parent, view, dim, output),
+    'movedim': lambda parent, view, _, source, destination: _call(
+        'movedim', view, destination, source),
+    'moveaxis': lambda parent, view, _, source, destination: _call(
+        'movedim', view, destination, source),
+    'swapaxes': lambda parent, view, _, axis0, axis1: _apply(
+        'transpose', view, dim0=axis0, dim1=axis1),
+    'swapdims': lambda parent, view, _, dim0, dim1: _apply(
+        'transpose', view, dim0=dim0, dim1=dim1),
+    'unflatten': lambda parent, view, _, dim, sizes: _apply(
+        'reshape', view, shape=list(parent.shape)),
+}
+
+
+def _index_item(item: list) -> Any:
+    """The Python index item a getitem attribute item stands for."""
+    kind = item[0]
+    if kind == 'int':
+        return item[1]
+    if kind == 'slice':
+        return slice(*item[1:])
+    return None if kind == 'none' else Ellipsis
+
+
+def _viewed(meta: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    """`meta.view(shape)`; GT lets `view` regroup what torch's could not (its values have
+    no strides), and that view is laid out afresh."""
+    try:
+        return meta.view(shape)
+    except RuntimeError:
+        return meta.reshape(shape).clone()

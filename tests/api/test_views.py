@@ -1,0 +1,243 @@
+"""Views alias their base, as torch's share its storage: a write through a view reaches the
+base and its other views, a write to the base shows through its views, and gradients
+flow through such writes; each case runs the same lines in torch and compares every
+tensor it returns (gt/views.py)."""
+
+import pytest
+import torch
+
+import gt
+import gt.nn as nn
+
+
+def write_view(lib, x):
+    x.view(-1)[0] = 1.0
+    return [x]
+
+
+def fill_diagonal(lib, x):
+    x.diagonal().fill_(7.0)
+    return [x]
+
+
+def zero_rows(lib, x):
+    x[1:3].zero_()
+    return [x]
+
+
+def scale_chunk(lib, x):
+    x.chunk(2, dim=1)[0].mul_(10)
+    return [x]
+
+
+def relu_through_view(lib, x):
+    lib.nn.functional.relu_(x.view(-1))
+    return [x]
+
+
+def write_transposed(lib, x):
+    x.t()[0, 1] = 5.0
+    return [x]
+
+
+def add_narrowed(lib, x):
+    x.narrow(1, 1, 2).add_(1.0)
+    return [x]
+
+
+def fill_selected(lib, x):
+    x.select(1, 0).fill_(3.0)
+    return [x]
+
+
+def negate_unbound(lib, x):
+    x.unbind(1)[2].mul_(-1)
+    return [x]
+
+
+def zero_permuted_row(lib, x):
+    x.permute(1, 0)[0].zero_()
+    return [x]
+
+
+def add_into_transposed_block(lib, x):
+    view = x.transpose(0, 1)
+    view[1:, :1] += 1.0
+    return [x, view]
+
+
+def fill_view_of_view(lib, x):
+    x.t()[0][1:2].fill_(9.0)
+    return [x]
+
+
+def base_write_shows_through(lib, x):
+    row, transposed, flat = x[1], x.t(), x.view(-1)
+    x.mul_(2)
+    return [row, transposed, flat]
+
+
+def sibling_views(lib, x):
+    first, second = x[0:2], x[1:3]
+    first.fill_(5.0)
+    return [second, x]
+
+
+def write_unsqueezed(lib, x):
+    x.unsqueeze(0)[0, 1].fill_(4.0)
+    return [x]
+
+
+def write_squeezed(lib, x):
+    x.unsqueeze(1).squeeze(1)[0].fill_(1.0)
+    return [x]
+
+
+def zero_moved(lib, x):
+    cube = x.reshape(2, 2, 3)
+    cube.movedim(0, 2)[..., 0].zero_()
+    return [x, cube]
+
+
+def copy_into_split(lib, x):
+    x.split([1, 3], dim=0)[1].copy_(lib.ones(3, 3))
+    return [x]
+
+
+def write_flattened(lib, x):
+    x.flatten()[5] = 8.0
+    return [x]
+
+
+def swapaxes_write(lib, x):
+    x.swapaxes(0, 1)[2].fill_(-2.0)
+    return [x]
+
+
+def reshape_of_transpose_copies(lib, x):
+    copy = x.t().reshape(-1)
+    copy.fill_(0.0)
+    return [x, copy]
+
+
+def contiguous_of_transpose_copies(lib, x):
+    copy = x.t().contiguous()
+    copy.fill_(0.0)
+    return [x, copy]
+
+
+def clone_copies(lib, x):
+    copy = x[1:3].clone()
+    copy.fill_(0.0)
+    return [x, copy]
+
+
+def write_with_index_put(lib, x):
+    x[1].index_add_(0, lib.tensor([0, 2]), lib.tensor([10.0, 20.0]))
+    return [x]
+
+
+CASES = [write_view, fill_diagonal, zero_rows, scale_chunk, relu_through_view,
+         write_transposed, add_narrowed, fill_selected, negate_unbound, zero_permuted_row,
+         add_into_transposed_block, fill_view_of_view, base_write_shows_through,
+         sibling_views, write_unsqueezed, write_squeezed, zero_moved, copy_into_split,
+         write_flattened, swapaxes_write, reshape_of_transpose_copies,
+         contiguous_of_transpose_copies, clone_copies, write_with_index_put]
+
+
+@pytest.mark.parametrize('case', CASES, ids=[case.__name__ for case in CASES])
+def test_writes_through_views_as_torch(case):
+    start = torch.arange(12.0).reshape(4, 3) - 5
+    theirs = case(torch, start.clone())
+    mine = case(gt, gt.tensor(start))
+    assert len(mine) == len(theirs)
+    for got, expected in zip(mine, theirs):
+        torch.testing.assert_close(torch.as_tensor(got.tolist()), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize('make', [
+    lambda x: x, lambda x: x.t(), lambda x: x[1:3], lambda x: x[:, 1], lambda x: x[1],
+    lambda x: x.permute(1, 0), lambda x: x.view(12), lambda x: x.t().t(),
+    lambda x: x[:, 0:2], lambda x: x.expand(2, 4, 3), lambda x: x.unsqueeze(0),
+], ids=['base', 't', 'rows', 'column', 'row', 'permute', 'view', 't_t', 'columns', 'expand',
+        'unsqueeze'])
+def test_layout_as_torch(make):
+    """is_contiguous(), stride() and storage_offset(), as torch's view would have them."""
+    start = torch.zeros(4, 3)
+    mine, theirs = make(gt.tensor(start)), make(start)
+    assert mine.is_contiguous() == theirs.is_contiguous()
+    assert mine.stride() == theirs.stride() and mine.stride(-1) == theirs.stride(-1)
+    assert mine.storage_offset() == theirs.storage_offset()
+
+
+@pytest.mark.parametrize('write', [
+    lambda e: e.add_(1.0), lambda e: e.mul_(2.0), lambda e: e.copy_(e * 0 + 1)],
+    ids=['add_', 'mul_', 'copy_'])
+def test_writing_through_an_expanded_view_is_refused_as_in_torch(write):
+    for lib in (torch, gt):
+        x = lib.zeros(1, 3)
+        with pytest.raises(RuntimeError, match='more than one element of the written-to'):
+            write(x.expand(2, 3))
+        assert x.tolist() == [[0.0, 0.0, 0.0]]
+
+
+def test_filling_an_expanded_view_fills_its_base_as_in_torch():
+    for lib in (torch, gt):
+        x = lib.zeros(1, 3)
+        x.expand(4, 2, 3).fill_(5.0)
+        x.expand(2, 3)[:, 1:].zero_()
+        assert x.tolist() == [[5.0, 0.0, 0.0]], lib
+
+
+@pytest.mark.parametrize('write', [
+    lambda y: y[0].mul_(2),
+    lambda y: y.t()[1].mul_(3),
+    lambda y: y.diagonal().mul_(-1),
+    lambda y: y.narrow(1, 0, 2).add_(y.narrow(1, 1, 2).detach()),
+    lambda y: y[1:].copy_(y[:-1] * 2),
+], ids=['row', 'column', 'diagonal', 'narrow', 'shifted_copy'])
+def test_gradients_flow_through_writes_into_views(write):
+    start = torch.arange(9.0).reshape(3, 3) / 4 - 1
+    theirs = start.clone().requires_grad_()
+    mine = gt.tensor(start, requires_grad=True)
+    for x in (theirs, mine):
+        y = x * 1
+        write(y)
+        (y * y).sum().backward()
+    torch.testing.assert_close(torch.as_tensor(mine.grad.tolist()), theirs.grad)
+
+
+def test_a_view_of_a_leaf_that_requires_grad_is_written_only_under_no_grad():
+    mine, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    mine.load_state_dict(theirs.state_dict())
+    for model, lib in ((mine, gt), (theirs, torch)):
+        with pytest.raises(RuntimeError, match='leaf'):
+            model.weight[0].fill_(2.0)
+        with lib.no_grad():
+            model.weight[0].fill_(1.0)
+            model.bias[:1].zero_()
+            model.weight.t()[2].mul_(10)
+    for name, value in theirs.state_dict().items():
+        torch.testing.assert_close(torch.as_tensor(mine.state_dict()[name].tolist()), value)
+
+
+@pytest.mark.parametrize('initialize', [
+    lambda p: p.data[3:6].fill_(1.0),
+    lambda p: p.data[0].zero_(),
+    lambda p: p.data.t()[1].mul_(2),
+    lambda p: p.data.chunk(2)[1].add_(5),
+    lambda p: p.data.view(-1)[::2].fill_(-1.0),
+    lambda p: p.data[2:4].__setitem__(0, 3.0),
+], ids=['forget_gate_bias', 'padding_row', 'transposed', 'chunk', 'strided', 'setitem'])
+def test_in_place_changes_of_a_view_of_data_reach_the_tensor(initialize):
+    start = torch.arange(12.0).reshape(6, 2)
+    theirs, mine = torch.nn.Parameter(start.clone()), nn.Parameter(gt.tensor(start))
+    initialize(theirs)
+    initialize(mine)
+    torch.testing.assert_close(torch.as_tensor(mine.tolist()), theirs.detach())
+
+
+def test_a_view_whose_base_is_gone_is_a_tensor_of_its_own():
+    row = gt.arange(6.0).reshape(2, 3)[1]
+    row.fill_(1.0)
+    assert row.tolist() == [1.0, 1.0, 1.0]
