@@ -25,6 +25,7 @@ from gt import (
     special,
 )
 from gt.amp import autocast
+from gt.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from gt.autograd import (
     enable_grad,
     inference_mode,
@@ -165,7 +166,8 @@ __all__ = [
     'set_num_threads', 'get_num_threads', 'set_float32_matmul_precision',
     'get_float32_matmul_precision', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
     'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
-    'BoolTensor', 'distributions',
+    'BoolTensor', 'distributions', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled',
+    'set_anomaly_enabled',
 ]
 
 _torch_function = _namespace('torch', globals())

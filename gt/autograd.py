@@ -11,7 +11,8 @@ import itertools
 import weakref
 from typing import Any, Callable
 
-from gt import backward_replay, signal
+from gt import anomaly_mode, backward_replay, signal
+from gt.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401 (torch's place)
 from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them)
     enable_grad,
     grad_mode,
@@ -58,6 +59,8 @@ class TapeNode:
         live_nodes.append(weakref.ref(self))
         if len(live_nodes) >= _prune_at:
             _prune_live_nodes()
+        if anomaly_mode.enabled:
+            anomaly_mode.note_forward(self)  # shown if its gradient turns out NaN
 
     @property
     def name(self) -> str:
@@ -70,10 +73,7 @@ class TapeNode:
         then, and the caller must not release that value."""
         if not any(t is tensor for t in self.inputs):
             return False
-        from gt.tensor import wrap  # gt.tensor imports this module
-
-        old = wrap(tensor._id, tensor._type, tensor._client)
-        old.requires_grad, old.grad_fn = tensor.requires_grad, tensor.grad_fn
+        old = tensor._stand_in()
         self.inputs = [old if t is tensor else t for t in self.inputs]
         return True
 
@@ -111,7 +111,9 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False,
     if not root.requires_grad:
         raise RuntimeError('backward(): the tensor does not require grad and has no grad_fn '
                            '(did you forget requires_grad=True, or call it under no_grad?)')
-    if create_graph or root.grad_fn is None or not backward_replay.ENABLED:
+    # Anomaly mode checks what each rule gives: a replay runs no rule.
+    if create_graph or root.grad_fn is None or not backward_replay.ENABLED \
+            or anomaly_mode.enabled:
         _propagate([root], [gradient], retain_graph or create_graph, create_graph, None)
         return
     nodes = _reachable([root.grad_fn])
@@ -159,7 +161,11 @@ def _seed(root: Any, gradient: Any) -> tuple[Any, bool]:
             raise RuntimeError(f'backward() without a gradient works only on scalar outputs; '
                                f'this tensor has shape {list(root.shape)}: pass '
                                f'gradient= of that shape')
-        return emit('ones', shape=list(root._type.shape), dtype=root._type.dtype), False
+        backward_signal = None if root.grad_fn is None else root.grad_fn.backward_signal
+        if backward_signal is None:
+            return emit('ones', shape=list(root._type.shape), dtype=root._type.dtype), False
+        with signal.context(backward_signal):  # made where the first rule will read it
+            return emit('ones', shape=list(root._type.shape), dtype=root._type.dtype), False
     gradient = as_tensor(gradient, like=root)
     if tuple(gradient.shape) != tuple(root.shape):
         raise RuntimeError(f'backward(): gradient has shape {list(gradient.shape)} but the '
@@ -212,8 +218,9 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
             if root.grad_fn is not None and id(root) in (wanted or ()):
                 key = (id(root.grad_fn), root.grad_fn.output_ids.index(root._id))
                 _collect(root, grads[key], assigned, collected, wanted)
-        for node in nodes:
-            _step(node, grads, assigned, emit, collected, wanted, arrived)
+        with anomaly_mode.checking_gradients():
+            for node in nodes:
+                _step(node, grads, assigned, emit, collected, wanted, arrived)
         for leaf, gradient in arrived.values():
             _deliver(leaf, gradient, assigned, collected, wanted)
         if not retain_graph:
@@ -242,22 +249,37 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
                 _accumulate(tensor, outputs[index], assigned)
     if all(grad is None for grad in outputs):
         return
-    if grad_mode.enabled and not OPS[node.op].grad_of_grad:
-        name = node.attrs.get('fn', node.op)  # a torch function run by name, or a row
-        raise NotImplementedError(f'create_graph: GT cannot differentiate the second '
-                                  f'derivative of {name} again: it gives first and second '
-                                  f'derivatives')
-    if node.backward_signal is None:
-        input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
+    if node.op == FUNCTION:  # a gt.autograd.Function's node: the user's backward is the rule
+        rule = node.gradient
     else:
+        if grad_mode.enabled and not OPS[node.op].grad_of_grad:
+            name = node.attrs.get('fn', node.op)  # a torch function run by name, or a row
+            raise NotImplementedError(f'create_graph: GT cannot differentiate the second '
+                                      f'derivative of {name} again: it gives first and '
+                                      f'second derivatives')
+        rule = OPS[node.op].grad
+    if node.backward_signal is None:
+        _apply_rule(node, rule, outputs, grads, assigned, emit, collected, wanted, arrived)
+    else:
+        # The rule's ops and what undoes broadcasting and sums its gradients all go where
+        # the backward config says (a bias's gradient is mostly such a sum).
         with signal.context(node.backward_signal):
-            input_grads = OPS[node.op].grad(emit, node.inputs, outputs, **node.attrs)
-    for tensor, grad in zip(node.inputs, input_grads):
+            _apply_rule(node, rule, outputs, grads, assigned, emit, collected, wanted,
+                        arrived)
+
+
+def _apply_rule(node: TapeNode, rule: Callable, outputs: list, grads: dict, assigned: set,
+                emit: Callable, collected: dict, wanted: set | None, arrived: dict) -> None:
+    """Run `node`'s gradient rule on its outputs' gradients; send each input's on."""
+    input_grads = rule(emit, node.inputs, outputs, **node.attrs)
+    for index, (tensor, grad) in enumerate(zip(node.inputs, input_grads)):
         if grad is None or not tensor.requires_grad:
             continue
         grad = sum_to_shape(grad, tuple(tensor._type.shape), emit)
         if grad._type.dtype != tensor._type.dtype:
             grad = emit('cast', grad, dtype=tensor._type.dtype)
+        if anomaly_mode.enabled:
+            anomaly_mode.produced(node, index, grad)
         if tensor.grad_fn is None:
             _arrive(tensor, grad, arrived)
             continue
@@ -426,13 +448,23 @@ def _format_type(value_type: Any) -> str:
 
 
 FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})
+# The op of a gt.autograd.Function's tape node (gt/autograd_function.py): no row of the
+# table, since the node's gradient is the user's backward, and its forward left no node.
+FUNCTION = 'custom_function'
+assert FUNCTION not in OPS
 
 
 def __getattr__(name: str) -> Any:
-    """`gt.autograd.Variable`, torch's legacy wrapper: it lives with the legacy tensor
-    types (gt/legacy_types.py), which import gt.tensor, which imports this module."""
+    """`gt.autograd.Variable`, torch's legacy wrapper, and `gt.autograd.Function` (with
+    `gt.autograd.function`, the module torch has it in, for `FunctionCtx` and
+    `once_differentiable`): they live in modules that import gt.tensor, which imports this
+    one (gt/legacy_types.py, gt/autograd_function.py)."""
     if name == 'Variable':
         from gt.legacy_types import Variable
 
         return Variable
+    if name in ('Function', 'FunctionCtx', 'function'):
+        from gt import autograd_function
+
+        return autograd_function if name == 'function' else getattr(autograd_function, name)
     raise AttributeError(f"module 'gt.autograd' has no attribute {name!r}")

@@ -105,7 +105,9 @@ def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:
             return None  # a number, an array or a cast: the rules' path converts it
         parts.append('given')
     for node in nodes:
-        if node.freed or node.hooks or node.retained:
+        # Not a row (a gt.autograd.Function's node): its rule is the user's Python, which
+        # may read anything (numbers on ctx, globals), so what it emits is not the tape's.
+        if node.freed or node.hooks or node.retained or node.op not in OPS:
             return None
         attrs = _attrs_key(node.attrs)
         if attrs is None:

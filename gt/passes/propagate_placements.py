@@ -11,7 +11,9 @@ tensor of 2 or more dims whose first dimension divides by the worker count, and 
 at least `auto_shard_elements` big, is sharded on axis 0 over every worker (the seeds'
 auto-shard rule; `from_numpy` data is not); anything else lives on the session's home
 worker. Numbers (`scalar`), zeros and other uniform fills, and what is computed from
-numbers alone, are made wherever they are used.
+numbers alone, are made wherever they are used, unless recorded under a signal with a
+config: those go to its workers like the rest of its ops (backward's seed, and a bias
+gradient summed from it, run on the backward config's workers, as the seeds promise).
 
 Then each op runs on a worker set: its signal's workers, or else those of the input for
 which the fewest elements move, less the work that running there spreads out. Inputs
@@ -107,7 +109,7 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
         row = OPS[node.op]
         needed: tuple = ()
         attrs = node.attrs
-        if _anywhere(node, inputs):
+        if scope is None and _anywhere(node, inputs):
             outputs = node.outputs  # placed below, where its users are
         elif row.source:
             placement = _seed(node, scope, options) if node.outputs else None

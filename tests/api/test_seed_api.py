@@ -54,3 +54,31 @@ def test_the_seeds_loss_and_activation_names():
                 torch.nn.functional.binary_cross_entropy(tx.sigmoid(), ty.sigmoid()))
     for name in ('relu', 'sigmoid', 'tanh'):
         assert_same(getattr(gt.nn, name)(x), getattr(torch, name)(tx))
+
+
+def test_the_seeds_import_path_of_nn():
+    """The seeds' docs import `nn` from `gt.client`: it is gt.nn itself, and their
+    example model gives torch's outputs and loss."""
+    import gt.client.nn as imported
+
+    from gt.client import nn
+    assert nn is gt.nn and imported is gt.nn and gt.client.nn is gt.nn
+
+    def model_class(library_nn):
+        class MyModel(library_nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = library_nn.Linear(10, 20)
+                self.fc2 = library_nn.Linear(20, 1)
+
+            def forward(self, x):
+                return self.fc2(self.fc1(x).relu())
+        return MyModel
+
+    want_model = model_class(torch.nn)()
+    model = model_class(nn)()
+    model.load_state_dict(want_model.state_dict())
+    (x, tx), (target, ttarget) = pair(array((4, 10))), pair(array((4, 1)))
+    assert_same(model(x), want_model(tx).detach())
+    assert_same(nn.mse_loss(model(x), target),
+                torch.nn.functional.mse_loss(want_model(tx), ttarget).detach())

@@ -123,20 +123,27 @@ def test_pipeline_gradients_run_on_the_backward_workers(four):
     rng = np.random.default_rng(1)
     data = rng.standard_normal((16, 8)).astype(np.float32)
     weight = rng.standard_normal((8, 8)).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
     with connected(four.address):
         w = gt.from_numpy(weight).requires_grad_()
+        b = gt.from_numpy(bias).requires_grad_()
         with gt.signal.context('stage'):
             x = gt.signal.tensor(gt.from_numpy(data), name='stage')
-            loss = (x @ w).tanh().sum()
+            loss = gt.nn.functional.linear(x, w.T, b).tanh().sum()
         loss.backward()
         ir = gt.debug.dump_ir(show=False)
-        grad = w.grad.data
+        grad, bias_grad = w.grad.data, b.grad.data
     reference = torch.from_numpy(weight).requires_grad_()
-    (torch.from_numpy(data) @ reference).tanh().sum().backward()
+    reference_bias = torch.from_numpy(bias).requires_grad_()
+    (torch.from_numpy(data) @ reference + reference_bias).tanh().sum().backward()
     torch.testing.assert_close(grad, reference.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(bias_grad, reference_bias.grad, rtol=1e-5, atol=1e-5)
     backward_lines = [line for line in ir.splitlines() if 'signal=stage_backward' in line
                       and 'insert_moves' not in line]
     assert backward_lines and all('@w2,w3>' in line for line in backward_lines), ir
+    # The bias's gradient (a sum over the batch) and backward's seed go there too.
+    assert any('= sum(' in line and 'dim=[0]' in line for line in backward_lines), ir
+    assert any('= ones(' in line for line in backward_lines), ir
 
 
 @pytest.mark.time_limit(90)
