@@ -47,3 +47,22 @@ def test_worker_stats_report_device_tensors_and_ops(capsys):
     assert sum(s['bytes'] for s in stats) >= 400
     gt.debug.print_worker_stats()
     assert 'tensors' in capsys.readouterr().out
+
+
+def test_gt_debug_dispatcher_says_where_each_signal_placed_its_ops():
+    """The seeds' "View Applied Sharding: GT_DEBUG_DISPATCHER=1 python train.py"."""
+    from gt_test_support import run_script
+
+    result = run_script("""
+import gt
+from gt import ShardConfig, SignalConfig
+gt.gpu_workers(2)
+gt.register_config('rows', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+with gt.signal.context('rows'):
+    x = gt.randn(8, 4)
+    y = (x * 2).relu()
+print(y.sum().item() >= 0)
+""", env={'GT_DEBUG_DISPATCHER': '1'})
+    assert result.returncode == 0, result.explain()
+    # randn, mul, relu sharded by rows; the number 2 made on both workers.
+    assert 'signal rows: 4 ops on S0@w0,w1 (3), R@w0,w1 (1)' in result.stderr, result.explain()

@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import zmq
 
-from gt.ir import Replicate, format_graph
+from gt.ir import Replicate, format_graph, format_placements
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings, diagnostics
@@ -339,7 +339,7 @@ class Dispatcher(WorkerLinks):
             f"session {session.number} fragment {message.base}: "
             f"{'planned' if self.planner.misses > misses else 'plan cached'} in "
             f"{(time.perf_counter() - started) * 1e3:.2f} ms, {sum(plan.ops.values())} ops, "
-            f"{len(plan.programs)} worker program(s)"))
+            f"{len(plan.programs)} worker program(s); {format_placements(plan.graph)}"))
         session.last_plan = plan
         session.generator_holders = plan.generator_holders
         for local, shape, dtype, placement in plan.kept:

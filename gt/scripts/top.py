@@ -1,7 +1,9 @@
-"""`python -m gt.scripts.top [--host H --port P] [--interval S]`: an htop-style live view of a
-running dispatcher (the newest on this host by default): per worker its activity split by op,
-idle time, memory and compiled programs; per client session its ops per second, share of each
-worker and bytes held. `q` quits; it also ends when the dispatcher goes away."""
+"""`python -m gt.scripts.top [--host H --port P] [--interval S] [-n N]`: an htop-style live
+view of a running dispatcher (the newest on this host by default): per worker its activity
+split by op, idle time, memory and compiled programs; per client session its ops per
+second, share of each worker and bytes held. `q` quits; it also ends when the dispatcher
+goes away, or after N frames. Its output not a terminal (`top > file`, a pipe), it prints
+a frame every interval (2 s unless given) one after another, as `top -b` does."""
 
 import argparse
 import contextlib
@@ -17,7 +19,7 @@ import msgpack
 import psutil
 import zmq
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -140,13 +142,40 @@ def keys() -> Iterator[int | None]:
         termios.tcsetattr(descriptor, termios.TCSADRAIN, saved)
 
 
+class Printed:
+    """Frames printed one after another, for output that is no terminal."""
+
+    def __init__(self) -> None:
+        self.console = Console(file=sys.stdout, width=120, color_system=None)
+
+    def __enter__(self) -> 'Printed':
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        sys.stdout.flush()
+
+    def update(self, frame: object, refresh: bool = True) -> None:
+        self.console.print(frame)
+        self.console.print()
+        sys.stdout.flush()
+
+
+def screen() -> Live | Printed:
+    if sys.stdout.isatty():
+        return Live(auto_refresh=False, screen=True, transient=True)
+    return Printed()
+
+
 def watch(endpoint: str, title: str, pid: int | None, interval: float,
-          curve_keys: Keys | None = None) -> str:
-    """Draw until `q` or the dispatcher goes away; returns why it stopped."""
+          curve_keys: Keys | None = None, frames: int | None = None) -> str:
+    """Draw until `q`, the dispatcher goes away or `frames` were drawn; returns why it
+    stopped."""
     socket, model, colours = subscribe(endpoint, b'stats', keys=curve_keys), Model(), {}
-    last_stats = next_frame = time.monotonic()
-    with contextlib.closing(socket), keys() as stdin, \
-            Live(auto_refresh=False, screen=True, transient=True) as live:
+    last_stats = time.monotonic()
+    # Printed frames wait an interval for the first stats; a screen shows its header at once.
+    next_frame = last_stats + (0.0 if sys.stdout.isatty() else interval)
+    drawn = 0
+    with contextlib.closing(socket), keys() as stdin, screen() as live:
         poller = zmq.Poller()
         poller.register(socket, zmq.POLLIN)
         if stdin is not None:
@@ -166,6 +195,9 @@ def watch(endpoint: str, title: str, pid: int | None, interval: float,
             if time.monotonic() >= next_frame:
                 live.update(render(model, title, quiet, colours), refresh=True)
                 next_frame = time.monotonic() + interval
+                drawn += 1
+                if frames is not None and drawn >= frames:
+                    return ''
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,9 +205,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--port', type=int, help='the dispatcher\'s port (default: the '
                         'newest dispatcher running on this host)')
     parser.add_argument('--host', help='the dispatcher\'s host (default 127.0.0.1)')
-    parser.add_argument('--interval', type=float, default=0.25,
-                        help='seconds between redraws (default 0.25)')
+    parser.add_argument('--interval', type=float,
+                        help='seconds between redraws (default 0.25; 2 when the output is '
+                        'no terminal)')
+    parser.add_argument('-n', '--frames', type=_positive,
+                        help='stop after this many frames (default: until q)')
     args = parser.parse_args(argv)
+    interval = args.interval or (0.25 if sys.stdout.isatty() else 2.0)
     endpoint, curve_keys = monitor_endpoint(args.host, args.port)
     note = find_note(args.host, endpoint)
     if note is not None:
@@ -185,12 +221,19 @@ def main(argv: list[str] | None = None) -> None:
     # A terminate signal unwinds like Ctrl-C does, so the terminal is restored either way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        reason = watch(endpoint, title, note and note['pid'], max(0.05, args.interval),
-                       curve_keys)
+        reason = watch(endpoint, title, note and note['pid'], max(0.05, interval),
+                       curve_keys, args.frames)
     except KeyboardInterrupt:
         reason = ''
     if reason:
         print(f'gt top: {reason}')
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{text} is not a positive number of frames')
+    return value
 
 
 if __name__ == '__main__':

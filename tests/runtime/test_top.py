@@ -7,6 +7,7 @@ import math
 import os
 import re
 import socket
+import subprocess
 import sys
 import time
 
@@ -262,6 +263,27 @@ def test_top_shows_two_clients_on_two_workers_and_quits_on_q(start_cluster, tmp_
             except Exception:
                 kill_group(client)
     assert [client.returncode for client in clients] == [0, 0]
+
+
+@pytest.mark.time_limit(90)
+def test_top_prints_frames_one_after_another_when_its_output_is_no_terminal(start_cluster,
+                                                                            tmp_path):
+    """`top > file` or a pipe: plain frames, each interval, as `top -b` does; -n stops it."""
+    cluster = start_cluster(workers=1)
+    stop = str(tmp_path / 'stop')
+    client = start_script(CLIENT.format(address=cluster.address, shard=False, stop=stop))
+    try:
+        wait_ready(client)
+        top = subprocess.run([sys.executable, '-m', 'gt.scripts.top', '--port',
+                              str(cluster.port), '--interval', '1', '-n', '3'], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        open(stop, 'w').close()
+        client.wait(10)
+    assert top.returncode == 0, top.stderr
+    assert top.stdout.count('clients 1  workers 1/1  up ') == 3, top.stdout
+    assert re.search(r'worker0 .* \d+% ', top.stdout), top.stdout
+    assert '\x1b[' not in top.stdout  # no escape codes in a file
 
 
 @pytest.mark.time_limit(60)
