@@ -16,7 +16,17 @@ from gt.nn.parameter import Buffer, Parameter
 from gt.runtime import client as connection
 from gt.tensor import Tensor
 
-IncompatibleKeys = namedtuple('IncompatibleKeys', ['missing_keys', 'unexpected_keys'])
+
+class IncompatibleKeys(namedtuple('IncompatibleKeys', ['missing_keys', 'unexpected_keys'])):
+    """What load_state_dict returns; printed as torch prints its own."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return '<All keys matched successfully>'
+        return (f'_IncompatibleKeys(missing_keys={self.missing_keys!r}, '
+                f'unexpected_keys={self.unexpected_keys!r})')
+
+    __str__ = __repr__
 
 
 REGISTRIES = ('_parameters', '_buffers', '_modules')

@@ -123,9 +123,14 @@ def test_state_dict_matches_torch_and_round_trips():
     state = mine.state_dict()
     assert list(state) == list(theirs.state_dict())
     assert all(isinstance(value, torch.Tensor) for value in state.values())
-    mine.load_state_dict(theirs.state_dict())
+    result = mine.load_state_dict(theirs.state_dict())
+    assert repr(result) == repr(theirs.load_state_dict(theirs.state_dict()))
+    assert result == ([], [])
     x = randn(3, 4)
     assert_close(mine(gt.tensor(x)), theirs(x))
+    partial = {'scale': theirs.scale.detach()}
+    assert repr(mine.load_state_dict(partial, strict=False)) == repr(
+        theirs.load_state_dict(partial, strict=False))
     # And back: torch loads what GT saved.
     again = TorchBlock(4)
     again.load_state_dict(mine.state_dict())
