@@ -23,6 +23,7 @@ from gt import (
     optim,
     signal,
     special,
+    utils,
 )
 from gt.amp import autocast
 from gt.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
@@ -158,7 +159,7 @@ __all__ = [
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
     'debug', 'WorkerError', 'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError',
-    'linalg', 'special', 'fft',
+    'linalg', 'special', 'fft', 'utils',
     'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
     'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
@@ -185,7 +186,7 @@ _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'fi
                          'Generator', 'get_default_dtype', 'promote_types',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
-                         'set_printoptions', 'utils'})  # printing fetches into torch tensors
+                         'set_printoptions'})  # printing fetches into torch tensors
 
 _register_collate()
 if _os.environ.get('GT_CONFIG'):

@@ -129,3 +129,38 @@ def test_inference_mode_records_no_tape_as_a_context_and_a_decorator():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         assert not predict() and gt.is_grad_enabled()
+
+
+def test_torch_utils_paths_import_as_in_torch():
+    import torch.utils.data
+
+    import gt.utils.checkpoint
+    from gt.utils.data import DataLoader
+
+    assert DataLoader is torch.utils.data.DataLoader and gt.utils.data is torch.utils.data
+    assert gt.utils.checkpoint.__name__ == 'gt.utils.checkpoint'  # GT's own, not torch's
+    assert gt.utils.hooks is torch.utils.hooks  # other submodules are torch's
+    with pytest.raises(AttributeError, match='nosuch'):
+        gt.utils.nosuch  # noqa: B018
+
+
+@pytest.mark.parametrize('reentrant', [True, False])
+def test_checkpoint_gives_torchs_outputs_and_gradients(reentrant):
+    import torch
+    import torch.utils.checkpoint
+
+    theirs = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    mine = gt.nn.Sequential(gt.nn.Linear(4, 8), gt.nn.Tanh(), gt.nn.Linear(8, 2))
+    mine.load_state_dict(theirs.state_dict())
+    data = torch.randn(3, 4)
+    results = []
+    for lib, model, x in ((torch, theirs, data.clone().requires_grad_()),
+                          (gt, mine, gt.tensor(data, requires_grad=True))):
+        half = lib.nn.Sequential(*list(model.children())[:2])
+        hidden = lib.utils.checkpoint.checkpoint(half, x, use_reentrant=reentrant)
+        out = lib.utils.checkpoint.checkpoint_sequential(
+            lib.nn.Sequential(model[2]), 1, hidden, use_reentrant=reentrant)
+        out.pow(2).sum().backward()
+        results.append([out, x.grad, model[0].weight.grad])
+    for got, expected in zip(results[1], results[0]):
+        torch.testing.assert_close(torch.as_tensor(got.tolist()), expected.detach())
