@@ -67,6 +67,7 @@ class View:
         return self._layout
 
 
+PRUNE_FROM = 64  # a base's list of views drops the dead at each power of two from here
 EXPAND_WRITE = ('unsupported operation: more than one element of the written-to tensor '
                 'refers to a single memory location. Please clone() the tensor before '
                 'performing the operation.')
@@ -82,9 +83,14 @@ def mark(view: Any, source: Any, step: Step) -> Any:
         base, parent = source, None
     steps = (step,) if parent is None else (*parent.steps, step)
     view._view = View(base, steps, view.grad_fn if parent is None else parent.node)
-    if base._views is None:
-        base._views = []
-    base._views.append(weakref.ref(view))
+    views = base._views
+    if views is None:
+        views = base._views = []
+    views.append(weakref.ref(view))
+    count = len(views)
+    if count >= PRUNE_FROM and count & (count - 1) == 0:
+        # `row = data[i]` in a loop: the views die, their references must not pile up.
+        views[:] = [reference for reference in views if reference() is not None]
     return view
 
 

@@ -133,9 +133,9 @@ def test_inference_mode_records_no_tape_as_a_context_and_a_decorator():
 
 def test_torch_utils_paths_import_as_in_torch():
     import torch.utils.data
+    from gt.utils.data import DataLoader
 
     import gt.utils.checkpoint
-    from gt.utils.data import DataLoader
 
     assert DataLoader is torch.utils.data.DataLoader and gt.utils.data is torch.utils.data
     assert gt.utils.checkpoint.__name__ == 'gt.utils.checkpoint'  # GT's own, not torch's

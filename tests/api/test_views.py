@@ -241,3 +241,12 @@ def test_a_view_whose_base_is_gone_is_a_tensor_of_its_own():
     row = gt.arange(6.0).reshape(2, 3)[1]
     row.fill_(1.0)
     assert row.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_views_made_and_dropped_in_a_loop_do_not_pile_up_on_their_base():
+    data = gt.arange(12.0).reshape(4, 3)
+    for step in range(1000):
+        row = data[step % 4]
+    assert len(data._views) < 64
+    row.fill_(0.0)  # the live one still writes through
+    assert data.tolist()[3] == [0.0, 0.0, 0.0]
