@@ -21,6 +21,7 @@ from gt import (
     linalg,
     nn,
     optim,
+    random,
     signal,
     special,
     utils,
@@ -42,6 +43,7 @@ from gt.creation import (
     from_numpy,
     full,
     full_like,
+    get_rng_state,
     manual_seed,
     ones,
     ones_like,
@@ -49,6 +51,7 @@ from gt.creation import (
     rand_like,
     randn,
     randn_like,
+    set_rng_state,
     tensor,
     zeros,
     zeros_like,
@@ -89,6 +92,7 @@ from gt.legacy_types import (
     LongTensor,
     ShortTensor,
 )
+from gt.random import initial_seed, seed
 from gt.runtime.client import connect as _connect
 from gt.runtime.client import current as _current
 from gt.runtime.client import set_auto_workers as gpu_workers
@@ -156,6 +160,7 @@ def sync() -> None:
 __all__ = [
     'Tensor', 'tensor', 'as_tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full',
     'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
+    'get_rng_state', 'set_rng_state', 'seed', 'initial_seed', 'random',
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
     'debug', 'WorkerError', 'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError',

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, TORCH_DTYPES, dtype_name
+from gt.ir.ops.random_state import unpack
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, creation
 
@@ -206,6 +207,25 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
     return tensor(data, dtype)
+
+
+def get_rng_state() -> Tensor:
+    """torch.get_rng_state(): where this session's random draws are, as a uint8 tensor
+    (the workers' generator and this process's, which a DataLoader shuffles with; format
+    in gt/ir/ops/random_state.py). `set_rng_state` puts both back."""
+    client = tensor(torch.get_rng_state().numpy())
+    return apply('rng_state', [client])
+
+
+def set_rng_state(new_state: Any) -> None:
+    """torch.set_rng_state(state), for a state `get_rng_state` gave (a GT tensor, or the
+    torch tensor a checkpoint saved it as): the next draws repeat those that followed it.
+    Reading the client's part fetches the state (one round trip) when it is a GT tensor."""
+    state = as_tensor(new_state)
+    apply('set_rng_state', [state])
+    values = new_state if isinstance(new_state, torch.Tensor) else state._value()
+    _, client = unpack(values.cpu().numpy())
+    torch.set_rng_state(torch.frombuffer(bytearray(client), dtype=torch.uint8))
 
 
 def manual_seed(seed: int) -> None:

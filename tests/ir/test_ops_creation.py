@@ -7,6 +7,7 @@ import torch
 from op_check import assert_numpy_close, numpy_context, run_source, torch_context, wire
 
 from gt.ir import Graph, Node, Value, interpret, verify
+from gt.ir.ops.random_state import unpack
 
 
 @pytest.mark.parametrize('dtype', ['float32', 'float64', 'float16', 'bfloat16'])
@@ -88,3 +89,32 @@ def test_manual_seed_reseeds_the_session_generator():
     (array,) = interpret(_seed_then_draw(123), [], numpy_context(seed=0), engine='numpy')
     expected = np.random.default_rng(123).standard_normal(4).astype(np.float32)
     np.testing.assert_array_equal(array, expected)
+
+
+def _save_draw_restore_draw() -> Graph:
+    """'rng_state', a draw, 'set_rng_state' back, the same draw again."""
+    client = Value((5,), 'uint8')
+    state, done = Value((12288,), 'uint8'), Value((), 'uint8')
+    first, second = Value((4,), 'float32'), Value((4,), 'float32')
+    draw = wire({'shape': (4,), 'dtype': 'float32'})
+    nodes = (Node('rng_state', (client,), (state,), {}),
+             Node('randn', (), (first,), draw),
+             Node('set_rng_state', (state,), (done,), {}),
+             Node('randn', (), (second,), draw))
+    return verify(Graph((client,), nodes, (state, first, second)))
+
+
+def test_rng_state_and_set_rng_state_save_and_restore_the_session_generator():
+    client = torch.arange(5, dtype=torch.uint8)
+    generator = torch.Generator().manual_seed(9)
+    torch.randn(2, generator=generator)
+    context = torch_context(seed=9)
+    context.generator.set_state(generator.get_state())
+    state, first, second = interpret(_save_draw_restore_draw(), [client], context)
+    worker, saved_client = unpack(state.numpy())
+    assert worker == generator.get_state().numpy().tobytes()  # torch's own state
+    assert saved_client == client.numpy().tobytes()
+    assert torch.equal(first, torch.randn(4, generator=generator)) and torch.equal(first, second)
+    state, first, second = interpret(_save_draw_restore_draw(), [client.numpy()],
+                                     numpy_context(seed=4), engine='numpy')
+    assert state.shape == (12288,) and (first == second).all()
