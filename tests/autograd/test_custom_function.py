@@ -5,68 +5,13 @@ holding the same data; values, gradients, flags and error messages must match.""
 import gc
 import weakref
 
-import numpy as np
 import pytest
 import torch
-from check import fetch, lib, rng
+from check import lib, rng
+from function_check import InPlace, ReLU, both, check, compare, grad_fn_name, same_error
 
 import gt
 from gt import backward_replay
-
-
-def both(body: type) -> dict:
-    """The Function `body` defines, as torch's and as GT's (same name, same methods)."""
-    name = body.__name__.removesuffix('Body')
-    return {library: type(name, (body, library.autograd.Function), {}) for library in (torch, gt)}
-
-
-def compare(got: list, want: list) -> None:
-    """Tensors (GT's fetched in one round trip) match torch's; anything else is equal."""
-    assert len(got) == len(want)
-    tensors = [(g, w) for g, w in zip(got, want) if isinstance(w, torch.Tensor)]
-    for g, w in zip(got, want):
-        if not isinstance(w, torch.Tensor):
-            assert not isinstance(g, gt.Tensor) and g == w, (g, w)
-        else:
-            assert isinstance(g, gt.Tensor), (g, w)
-    values = fetch([g for g, _ in tensors])
-    for index, (value, (_, w)) in enumerate(zip(values, tensors)):
-        assert value.dtype == w.dtype and value.shape == w.shape, (index, value, w)
-        torch.testing.assert_close(value, w.detach(), msg=lambda m: f'tensor {index}: {m}')
-
-
-def check(step, *shapes: tuple, runs: int = 3) -> None:
-    """`step(library, *leaves)` on torch and on GT leaves of the same random data: the
-    list it returns (it backpropagates itself) and the leaves' grads must match. GT runs
-    `runs` times on fresh leaves, as a training loop would."""
-    data = [rng().standard_normal(shape) for shape in shapes]
-    want_leaves = [torch.tensor(array, requires_grad=True) for array in data]
-    want = list(step(torch, *want_leaves)) + [leaf.grad for leaf in want_leaves]
-    for _ in range(runs):
-        got_leaves = [gt.tensor(array, requires_grad=True) for array in data]
-        got = list(step(gt, *got_leaves)) + [leaf.grad for leaf in got_leaves]
-        compare(got, want)
-
-
-def grad_fn_name(tensor) -> str | None:
-    if tensor.grad_fn is None:
-        return None
-    return tensor.grad_fn.name if isinstance(tensor, gt.Tensor) else tensor.grad_fn.name()
-
-
-class ReLUBody:  # the example of the task, and of torch's documentation
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.clamp(min=0)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        x, = ctx.saved_tensors
-        return grad_output * (x > 0)
-
-
-ReLU = both(ReLUBody)
 
 
 def test_relu_values_grads_and_grad_fn():
@@ -411,19 +356,6 @@ def test_hooks_and_retain_grad_on_outputs():
     check(step, (2, 3))
 
 
-class InPlaceBody:
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * 2
-
-
-InPlace = both(InPlaceBody)
 
 
 def test_mark_dirty_updates_the_input_and_keeps_its_history():
@@ -541,115 +473,3 @@ def test_a_training_loop_with_sgd():
             seen[library] += list(models[library].parameters())
         compare(seen[gt], seen[torch])
     assert backward_replay.counts['replayed'] == replayed  # its tape is never replayed
-
-
-# ---- errors ------------------------------------------------------------------------------
-def same_error(step, kind=RuntimeError) -> None:
-    """`step(library, x)` raises `kind` with the same message in torch and in GT."""
-    messages = []
-    for library in (torch, gt):
-        x = library.tensor(rng().standard_normal((2, 3)), requires_grad=True)
-        with pytest.raises(kind) as raised:
-            step(library, x)
-        messages.append(str(raised.value))
-    assert messages[0] == messages[1]
-
-
-def bad_backward(name: str, backward):
-    """A Function of a tensor and any numbers whose backward is `backward(grad)`."""
-    def forward(ctx, x, *numbers):
-        return x * 2
-
-    return both(type(name, (), {'forward': staticmethod(forward),
-                                'backward': staticmethod(lambda ctx, grad: backward(grad))}))
-
-
-@pytest.mark.parametrize('name, backward, arguments', [
-    ('TooFew', lambda grad: grad, 2),
-    ('TooMany', lambda grad: (grad, grad), 1),
-    ('BadShape', lambda grad: grad.sum(0), 1),
-    ('NotATensor', lambda grad: 3, 1),
-    ('NumberGrad', lambda grad: (grad, grad), 2),
-])
-def test_bad_gradients_raise_torch_s_errors(name, backward, arguments):
-    function = bad_backward(name, backward)
-
-    def step(library, x):
-        function[library].apply(x, *range(arguments - 1)).sum().backward()
-
-    same_error(step)
-
-
-def test_extra_none_gradients_and_broadcast_gradients_are_accepted():
-    extra = bad_backward('ExtraNone', lambda grad: (grad * 3, None, None))
-    broadcast = bad_backward('Broadcast', lambda grad: grad.expand(4, 2, 3))
-    check(lambda library, x: [extra[library].apply(x).sum().backward()], (2, 3))
-    check(lambda library, x: [broadcast[library].apply(x).sum().backward()], (2, 3))
-
-
-class SavesNumberBody:
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x, 3)
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-class DirtyLeafBody(InPlaceBody):
-    pass
-
-
-class DirtyNotReturnedBody(InPlaceBody):
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x * 1
-
-
-def test_forward_errors_raise_torch_s_errors():
-    same_error(lambda library, x: both(SavesNumberBody)[library].apply(x), TypeError)
-    same_error(lambda library, x: both(DirtyLeafBody)[library].apply(x))
-    same_error(lambda library, x: both(DirtyNotReturnedBody)[library].apply(x * 1))
-
-
-def test_an_instance_warns_and_calling_it_raises():
-    def call(library, x):
-        with pytest.warns(DeprecationWarning, match='should not be instantiated'):
-            instance = ReLU[library]()
-        instance(x)
-
-    same_error(call)
-
-
-def test_backward_twice_and_saved_inputs_changed_in_place_raise():
-    for library in (torch, gt):
-        x = library.tensor(np.arange(3.0), requires_grad=True)
-        y = ReLU[library].apply(x)
-        y.sum().backward()
-        with pytest.raises(RuntimeError, match='(?i)backward through the graph a second time'):
-            y.sum().backward()
-        h = x * 1
-        y = ReLU[library].apply(h)
-        h += 1
-        with pytest.raises(RuntimeError, match='modified by an in-?place operation'):
-            y.sum().backward()
-
-
-def test_an_unmarked_in_place_update_of_an_input_with_history_is_refused():
-    class Sneaky(gt.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            x.mul_(2)
-            return x * 1
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad
-
-    x = gt.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match='without ctx.mark_dirty'):
-        Sneaky.apply(x * 1)
