@@ -289,14 +289,8 @@ def _bind(function: str, args: tuple, kwargs: dict) -> dict | None:
     return bound
 
 
-def _scatter(name: str, parent: Any, view: Any, *args: Any) -> Any:
-    """torch's `name` (a `*_scatter` function, or the inverse of a dim move) by name."""
-    from gt.fallback import recorded_call
-
-    return recorded_call(f'torch.{name}', (parent, view, *args), {})
-
-
 def _call(name: str, *args: Any) -> Any:
+    """torch's `name` by name: a `*_scatter` function, or the inverse of a dim move."""
     from gt.fallback import recorded_call
 
     return recorded_call(f'torch.{name}', args, {})
@@ -321,13 +315,13 @@ SIGNATURES = {
 }
 # function -> (parent, new view, output index, **its arguments) -> the new parent
 SCATTERS: dict[str, Callable] = {
-    'diagonal': lambda parent, view, _, offset=0, dim1=0, dim2=1: _scatter(
+    'diagonal': lambda parent, view, _, offset=0, dim1=0, dim2=1: _call(
         'diagonal_scatter', parent, view, offset, dim1, dim2),
-    'narrow': lambda parent, view, _, dim, start, length: _scatter(
+    'narrow': lambda parent, view, _, dim, start, length: _call(
         'slice_scatter', parent, view, dim, start, start + length),
-    'select': lambda parent, view, _, dim, index: _scatter(
+    'select': lambda parent, view, _, dim, index: _call(
         'select_scatter', parent, view, dim, index),
-    'unbind': lambda parent, view, output, dim=0: _scatter(
+    'unbind': lambda parent, view, output, dim=0: _call(
         'select_scatter', parent, view, dim, output),
     'movedim': lambda parent, view, _, source, destination: _call(
         'movedim', view, destination, source),
