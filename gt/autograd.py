@@ -78,6 +78,12 @@ class TapeNode:
         return True
 
 
+def next_sequence() -> int:
+    """A number above every tape node's so far and below every later one's: where a
+    region of the tape starts (gt.utils.checkpoint)."""
+    return next(_sequence)
+
+
 def _prune_live_nodes() -> None:
     global _prune_at
     live_nodes[:] = [reference for reference in live_nodes if reference() is not None]
