@@ -66,16 +66,32 @@ class TapeNode:
     def name(self) -> str:
         return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward'
 
-    def rebind_output(self, output: Any, tensor: Any) -> bool:
-        """An in-place update (`h += x`): `tensor` is about to take over `output`, this
-        node's result, and the value id with it. If `tensor` is also an input here, a
-        stand-in tensor takes over its old value, which the rule may read; returns True
-        then, and the caller must not release that value."""
-        if not any(t is tensor for t in self.inputs):
-            return False
-        old = tensor._stand_in()
-        self.inputs = [old if t is tensor else t for t in self.inputs]
-        return True
+
+def hand_over(tensor: Any, candidates: list) -> Any:
+    """Before `tensor` takes another value: the tape nodes that read it get a stand-in
+    owning its old value and history, which is what their rules must read. Those are the
+    `candidates` that read it (an in-place op's own node: `h += x` reads h) and, for a
+    tensor with history, the nodes recorded since its value was made (`s = h.sum()`
+    before `h.add_(1)`, which torch allows where the rule saved no input). Returns the
+    stand-in, or None when no node reads the old value, which may then be released."""
+    readers = [node for node in candidates
+               if node is not None and any(t is tensor for t in node.inputs)]
+    if tensor.grad_fn is not None:
+        made = tensor.grad_fn.sequence
+        for reference in reversed(live_nodes):  # recorded in order: newest first
+            node = reference()
+            if node is None:
+                continue
+            if node.sequence <= made:
+                break
+            if any(t is tensor for t in node.inputs):
+                readers.append(node)
+    if not readers:
+        return None
+    old = tensor._stand_in()
+    for node in readers:
+        node.inputs = [old if t is tensor else t for t in node.inputs]
+    return old
 
 
 def next_sequence() -> int:

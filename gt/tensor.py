@@ -183,7 +183,7 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
 
     def _stand_in(self) -> 'Tensor':
         """A new tensor that owns this one's value and history, for tape nodes that read
-        it, before this one takes another value (`_take(..., release=False)`)."""
+        it, before this one takes another value (`autograd.hand_over`)."""
         old = wrap(self._id, self._type, self._client)
         old.requires_grad, old.grad_fn = self.requires_grad, self.grad_fn
         return old
@@ -197,11 +197,10 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
         views.adopt(self, new)
         return self
 
-    def _take(self, new: 'Tensor', release: bool = True) -> None:
-        """Rebind to `new`'s value, with its autograd history. `release=False`: the old
-        value has another owner now (a `_stand_in`)."""
-        # `h += x` records an add whose input is h: then the tape keeps h's old value.
-        if (new.grad_fn is None or not new.grad_fn.rebind_output(new, self)) and release:
+    def _take(self, new: 'Tensor', readers: tuple = ()) -> None:
+        """Rebind to `new`'s value, with its autograd history. The old value goes to the
+        tape nodes that read it (`readers` and those autograd finds), or is released."""
+        if autograd.hand_over(self, [new.grad_fn, *readers]) is None:
             self._client.release(self._id)
         if new.grad_fn is not None:
             self.requires_grad = True

@@ -148,9 +148,7 @@ def write_back(tensor: Any, base: Any) -> None:
     base's other views follow.
 
     The tape nodes that read the base to make its live views, and the put and take
-    here, get a stand-in holding the base's old value, which is what they read: autograd
-    would take the new one for a forbidden in-place change of their input (torch's view
-    ops save no input either)."""
+    here, get the base's old value, which is what they read (`autograd.hand_over`)."""
     view = tensor._view
     parents = [base]
     for step in view.steps[:-1]:
@@ -158,16 +156,12 @@ def write_back(tensor: Any, base: Any) -> None:
     value = tensor
     for step, parent in zip(reversed(view.steps), reversed(parents)):
         value = step.put(parent, value)
-    old = base._stand_in()
-    readers = [value.grad_fn, parents[1].grad_fn if len(parents) > 1 else None]
+    readers = [parents[1].grad_fn if len(parents) > 1 else None]
     for reference in base._views or ():
         other = reference()
         if other is not None and other._view is not None:
             readers.append(other._view.node)
-    for node in readers:
-        if node is not None:
-            node.inputs = [old if input is base else input for input in node.inputs]
-    base._take(value, release=False)
+    base._take(value, readers)
     refresh(base, tensor)
 
 
@@ -180,9 +174,7 @@ def refresh(base: Any, written: Any = None) -> None:
         if view is None or view._view is None or view._view.base() is not base:
             continue
         live.append(reference)
-        # A view with autograd history keeps its value: tape nodes may read it, and
-        # would take the new one for a forbidden in-place change (torch's views follow).
-        if view is not written and view.grad_fn is None:
+        if view is not written:
             value = base
             for step in view._view.steps:
                 value = step.take(value)

@@ -149,7 +149,7 @@ class _Call:
                  sources: list, results: list) -> None:
         self.function, self.args, self.kwargs = function, args, kwargs
         self.random, self.recompute_context, self.check = random, recompute_context, check
-        self.source_ids = [id(tensor) for tensor in sources]
+        self.sources = len(sources)
         self.results: list | None = results
         self.types = [tensor._type for tensor in results]
 
@@ -169,14 +169,22 @@ class _Recompute(Function):
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
         call = ctx.call
+        # The saved tensors, not the caller's: those may have taken new values since.
         saved = ctx.saved_tensors
-        sources = saved[:len(call.source_ids)]
+        sources, tensors = saved[:call.sources], iter(saved[call.sources:])
         # The rerun must end at the call's inputs: aliases of those that require grad (so
         # the walk stops there) stand in for them; parameters are read as they are.
         stand_ins = {id(tensor): _fresh_leaf(tensor) for tensor in saved
                      if tensor.requires_grad and tensor.grad_fn is not None}
-        args = [stand_ins.get(id(value), value) for value in call.args]
-        kwargs = {key: stand_ins.get(id(value), value) for key, value in call.kwargs.items()}
+
+        def argument(value: Any) -> Any:
+            if not isinstance(value, Tensor):
+                return value
+            value = next(tensors)
+            return stand_ins.get(id(value), value)
+
+        args = [argument(value) for value in call.args]
+        kwargs = {key: argument(value) for key, value in call.kwargs.items()}
         with _random_state_of(call.random), enable_grad(), call.recompute_context:
             outputs = call.function(*args, **kwargs)
         results = [leaf for leaf in tree_flatten(outputs)[0] if isinstance(leaf, Tensor)]

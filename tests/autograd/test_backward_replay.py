@@ -120,16 +120,18 @@ def test_retain_graph_then_a_second_backward_of_the_same_tape():
         loss.backward()
 
 
-def test_an_input_changed_in_place_still_raises_after_a_replay():
-    (x,), _ = leaves((3,))
-    for _ in range(2):
-        hidden = x * 1.0
-        (hidden * hidden).sum().backward()
-    hidden = x * 1.0
-    loss = (hidden * hidden).sum()
-    hidden += 1
-    with pytest.raises(RuntimeError, match='modified by an in-place operation'):
-        loss.backward()
+def test_an_input_changed_in_place_after_use_keeps_its_old_value_on_the_tape():
+    (x,), (tx,) = leaves((3,))
+    for step in range(4):  # the rules, recorded, then replayed twice
+        x.grad = tx.grad = None
+        hidden, t_hidden = x * 1.0, tx * 1.0
+        t_loss = (t_hidden * t_hidden).sum()
+        t_loss.backward()  # before the change: torch would raise after it (mul saved it)
+        loss = (hidden * hidden).sum()
+        hidden += 1
+        counts = counted(loss.backward)
+        assert counts['replayed'] == (step >= 2) and counts['recorded'] == (step == 1)
+        assert_grads([x], [tx])
 
 
 def test_replay_off_runs_the_rules(monkeypatch):

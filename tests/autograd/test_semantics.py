@@ -246,7 +246,7 @@ def test_in_place_update_of_a_leaf_that_requires_grad():
     assert_same(x, xt)
 
 
-def test_modifying_an_input_in_place_after_use_raises():
+def test_a_saved_leaf_changed_in_place_raises_and_a_non_leaf_keeps_its_value():
     (x, xt), (w, wt) = pair(), pair()
     for leaf, weight, library in ((x, w, gt), (xt, wt, torch)):
         y = (leaf * weight).sum()
@@ -254,11 +254,35 @@ def test_modifying_an_input_in_place_after_use_raises():
             weight += 1
         with pytest.raises(RuntimeError, match='in-?place operation'):
             y.backward()
-        hidden = leaf.tanh()
-        y = (hidden * weight).sum()
-        hidden += 1
-        with pytest.raises(RuntimeError, match='in-?place operation'):
-            y.backward()
+    hidden, t_hidden = x.tanh(), xt.tanh()
+    (t_hidden * wt).sum().backward(retain_graph=True)  # the gradient before the change
+    y, t_y = (hidden * w).sum(), (t_hidden * wt).sum()
+    hidden += 1
+    t_hidden += 1
+    with pytest.raises(RuntimeError, match='modified by an inplace operation'):
+        t_y.backward()  # torch saved hidden for mul
+    y.backward()  # GT's tape kept the value mul read
+    assert_same(x.grad, xt.grad)
+
+
+@pytest.mark.parametrize('use, change', [
+    (lambda h: h.sum(), lambda h: h.add_(1)),
+    (lambda h: (h + 1).sum(), lambda h: h.mul_(2)),
+    (lambda h: h.reshape(-1, 1).sum(), lambda h: h.zero_()),
+    (lambda h: h[1:].exp().sum(), lambda h: h.__setitem__(0, 7.0)),
+    (lambda h: gt.cat([h, h]).mean() if isinstance(h, gt.Tensor) else torch.cat([h, h]).mean(),
+     lambda h: h.clamp_(max=1.0)),
+], ids=['sum', 'add', 'reshape', 'slice_exp', 'cat'])
+def test_changing_a_non_leaf_that_no_rule_saved_is_allowed_as_in_torch(use, change):
+    """torch checks only the tensors a rule saved; GT's tape keeps the old value of any
+    input changed in place after use, so these give torch's gradients."""
+    (x, xt) = pair()
+    for leaf in (x, xt):
+        hidden = leaf * 2
+        used = use(hidden)
+        change(hidden)
+        (used + hidden.sum()).backward()
+    assert_same(x.grad, xt.grad)
 
 
 def test_in_place_updates_of_non_leaves():
