@@ -255,7 +255,10 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickled (torch.save, pickle, multiprocessing) as its value, a CPU torch.Tensor:
         a GT tensor names a value of this session on a worker, which another process or
-        a later run cannot reach."""
+        a later run cannot reach. A forked child cannot fetch its parent's values: the
+        pickle raises when loaded (a DataLoader worker's result raises in the parent)."""
+        if self._client.pid != connection.process_id():
+            return connection.refuse_parents, (self._client.pid,)
         return self._value().requires_grad_(self.requires_grad and self.is_leaf) \
             .__reduce_ex__(protocol)
 

@@ -7,6 +7,7 @@ lost server is an exception within seconds, never a hang.
 
 import atexit
 import contextlib
+import functools
 import gc
 import os
 import socket as sockets
@@ -434,6 +435,23 @@ _process_id = os.getpid()
 def _forked() -> None:
     global _process_id
     _process_id = os.getpid()
+    if _client is not None:
+        # An op on the parent's tensors must raise where it is recorded: a DataLoader
+        # worker's error is sent to the parent then, where one at pickling hung it.
+        _client.record = _client.record_binary = functools.partial(refuse_parents,
+                                                                   _client.pid)
+
+
+def process_id() -> int:
+    return _process_id
+
+
+def refuse_parents(parent: int, *_: object, **__: object) -> int:
+    raise RuntimeError(
+        f'this GT tensor belongs to the session of process {parent}; a forked child of it '
+        "(a DataLoader worker, say) cannot reach that session's values. "
+        "Make the tensors in the child (a Dataset's __getitem__ can), or load with "
+        "num_workers=0: indexing GT tensors is lazy, so loader processes gain nothing")
 
 
 os.register_at_fork(after_in_child=_forked)

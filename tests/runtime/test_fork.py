@@ -36,3 +36,47 @@ def test_a_forked_child_has_its_own_session_and_the_parent_goes_on():
     result = run_script(FORK)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split('\n')[:2] == ['child 0', 'parent [3.0, 6.0, 9.0]']
+
+
+LOADERS = '''
+import gt
+import torch
+from gt.utils.data import DataLoader, Dataset, TensorDataset
+
+class Made(Dataset):  # makes its tensors in the worker, as a Dataset reading files does
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        return gt.full((2,), float(i)), i
+
+class Stored(Dataset):  # hands out the parent's tensors as they are
+    def __init__(self):
+        self.items = [gt.full((2,), float(i)) for i in range(8)]
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        return self.items[i]
+
+sums = [float(x.sum()) for x, _ in DataLoader(Made(), batch_size=4, num_workers=2)]
+print('made', sums)
+for name, loader in [
+        ('indexed', DataLoader(TensorDataset(gt.arange(16.).view(8, 2), gt.arange(8)),
+                               batch_size=4, num_workers=2)),
+        ('stored', DataLoader(Stored(), batch_size=None, num_workers=2))]:
+    try:
+        list(loader)
+        print(name, 'loaded')
+    except RuntimeError as error:
+        print(name, 'raised', 'forked child of it (a DataLoader worker' in str(error))
+print('after', gt.arange(4.).sum().item())
+'''
+
+
+def test_a_dataloader_worker_given_the_parents_tensors_raises_in_the_parent():
+    """A worker process indexing the parent's GT tensors, or sending them back as they
+    are, raises in the parent, naming the cause (the parent used to hang); datasets that
+    make their tensors in the worker load as torch's do."""
+    result = run_script(LOADERS, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split('\n')[:4] == [
+        'made [12.0, 44.0]', 'indexed raised True', 'stored raised True', 'after 6.0']
