@@ -288,6 +288,10 @@ def torch_function(func: Any, args: tuple, kwargs: dict) -> Any:
     fallback; a function GT does not run gets the fetched values instead (`torch.tensor`)."""
     name = torch_functions.name_of(func)
     operator = getattr(func, '__name__', '')
+    if args and type(args[0]) is torch.Tensor and _writes_first(operator):
+        # torch_tensor.copy_(gt_tensor), `r += g`: the torch tensor changes, as in torch.
+        values = _materialized(args), {k: _materialized(v) for k, v in kwargs.items()}
+        return func(*values[0], **values[1])
     if name is None and operator.startswith('__') and (
             operator in Tensor.__dict__ or operator in OperatorMethods.__dict__):
         # torch_tensor + gt_tensor: the torch tensor joins GT as data.
@@ -301,6 +305,18 @@ def torch_function(func: Any, args: tuple, kwargs: dict) -> Any:
     if native is not None:
         return native(*args, **kwargs)
     return call(name, args, kwargs)
+
+
+IN_PLACE_OPERATORS = frozenset({
+    '__setitem__', '__iadd__', '__isub__', '__imul__', '__itruediv__', '__ifloordiv__',
+    '__imod__', '__ipow__', '__imatmul__', '__iand__', '__ior__', '__ixor__', '__ilshift__',
+    '__irshift__'})
+
+
+def _writes_first(operator: str) -> bool:
+    """Whether torch's method `operator` writes into its first argument."""
+    return operator in IN_PLACE_OPERATORS or (
+        operator.endswith('_') and not operator.endswith('__'))
 
 
 def _materialized(item: Any) -> Any:

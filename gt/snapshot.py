@@ -13,6 +13,7 @@ gate's bias as in torch. Everything else (reading, arithmetic, `.numpy()`, print
 saving) is a plain torch.Tensor's.
 """
 
+import copy
 import weakref
 from typing import Any
 
@@ -76,6 +77,11 @@ class Snapshot(torch.Tensor):
 
     def __repr__(self, **kwargs: Any) -> str:
         return repr(self.as_subclass(torch.Tensor))
+
+    def __deepcopy__(self, memo: dict) -> torch.Tensor:
+        """A copy is a tensor of its own (`best = copy.deepcopy(model.state_dict())`):
+        writing into it must not reach the GT tensor."""
+        return copy.deepcopy(self.as_subclass(torch.Tensor), memo)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Saved as a plain tensor, so torch.load(weights_only=True) reads it anywhere."""

@@ -14,6 +14,7 @@ from gt.autograd import no_grad
 from gt.nn import module_hooks
 from gt.nn.parameter import Buffer, Parameter
 from gt.runtime import client as connection
+from gt.snapshot import snapshot
 from gt.tensor import Tensor
 
 
@@ -314,12 +315,15 @@ class Module:
     # ---- saving and loading --------------------------------------------------------------
     def state_dict(self, keep_vars: bool = False) -> 'OrderedDict[str, Any]':
         """Parameters and buffers by dotted name, as CPU torch tensors fetched in one round
-        trip (or the gt tensors themselves with `keep_vars=True`)."""
+        trip (or the gt tensors themselves with `keep_vars=True`). Each is its tensor's
+        `.data` (gt/snapshot.py): torch's alias its parameters, and a moving average
+        written into them (`v *= d; v += (1 - d) * w`, `v.copy_(w)`) must reach the model."""
         entries = list(self._state_entries())
         if keep_vars or not entries:
             return OrderedDict(entries)
         values = connection.current().fetch([tensor._id for _, tensor in entries])
-        return OrderedDict((name, value) for (name, _), value in zip(entries, values))
+        return OrderedDict((name, snapshot(value, tensor))
+                           for (name, tensor), value in zip(entries, values))
 
     def _state_entries(self, prefix: str = '') -> Iterator[tuple[str, Tensor]]:
         """torch's order: each module's parameters, then its persistent buffers, then its

@@ -2,6 +2,7 @@
 (initialization, moving averages) reach the GT tensor too, and `p.data = value`; each
 against the same lines run in torch."""
 
+import copy
 import io
 
 import pytest
@@ -84,3 +85,46 @@ def test_a_data_copy_outliving_its_tensor_says_so():
     data = gt.ones(2).data
     with pytest.raises(RuntimeError, match='is gone'):
         data.zero_()
+
+
+def ema_updates(lib, model, ema):
+    """A moving average through state_dict() values, as YOLOv5's ModelEMA and timm's
+    ModelEmaV2 write it; then a value zeroed and a deep copy changed."""
+    with lib.no_grad():
+        current = model.state_dict()
+        for name, value in ema.state_dict().items():
+            if value.dtype.is_floating_point:
+                value *= 0.9
+                value += 0.1 * current[name].detach()
+        for average, value in zip(ema.state_dict().values(), model.state_dict().values()):
+            average.copy_(average * 0.5 + value * 0.5)
+        model.state_dict()['0.bias'].zero_()
+        copy.deepcopy(model.state_dict())['0.weight'].fill_(7.0)  # its own tensor
+
+
+def test_state_dict_values_alias_the_model_as_torchs_do():
+    results = []
+    for lib in (torch, gt):
+        lib.manual_seed(0)
+        model, ema = (lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.BatchNorm1d(2))
+                      for _ in range(2))
+        model(lib.randn(4, 3))  # moves the running statistics
+        ema_updates(lib, model, ema)
+        results.append({name: value.tolist() for name, value in
+                        [*model.state_dict().items(), *(('ema.' + k, v) for k, v in
+                                                        ema.state_dict().items())]})
+    assert results[1].keys() == results[0].keys()
+    for name, expected in results[0].items():
+        torch.testing.assert_close(torch.tensor(results[1][name]), torch.tensor(expected),
+                                   msg=name)
+
+
+@pytest.mark.parametrize('update', [
+    lambda r, g: r.copy_(g), lambda r, g: r.add_(g), lambda r, g: r.lerp_(g, 0.25),
+    lambda r, g: r.__setitem__(slice(1, None), g[1:]), lambda r, g: r.__imul__(g)],
+    ids=['copy_', 'add_', 'lerp_', 'setitem', 'imul'])
+def test_a_torch_tensor_updated_in_place_from_a_gt_tensor_changes_as_in_torch(update):
+    mine, theirs = torch.ones(2), torch.ones(2)
+    update(mine, gt.tensor([2.0, 3.0]))
+    update(theirs, torch.tensor([2.0, 3.0]))
+    assert type(mine) is torch.Tensor and torch.equal(mine, theirs)
