@@ -88,8 +88,11 @@ def main(argv: list[str] | None = None) -> None:
         # Clients and workers on this host find the ipc socket and skip the TCP stack.
         endpoints = [f'tcp://{args.host}:{args.port}', f'ipc://{local_socket_path(args.port)}']
     try:
+        # The monitor feed is a PUB socket, which checks no token: beyond loopback it
+        # needs CURVE (or --insecure), else it would show every session to anyone.
+        shown = not args.endpoint and (curve is not None or not args.token)
         dispatcher = Dispatcher(endpoints, runtime_dir=args.runtime_dir, log_path=args.log,
-                                monitor_host=args.host if not args.endpoint else '127.0.0.1',
+                                monitor_host=args.host if shown else '127.0.0.1',
                                 limits=limits)
     except zmq.ZMQError as error:
         raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None

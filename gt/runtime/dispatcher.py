@@ -389,6 +389,8 @@ class Dispatcher(WorkerLinks):
 
     def stats_request(self, identity: bytes, message: StatsRequest, frames: list) -> None:
         session = self.sessions.get(identity)
+        if session is None and not self._admitted(identity, message.token, 'monitor'):
+            return  # the statistics name every session's client, ops and memory
         if session is not None and (session.queue or self.scheduler.express_running(session)):
             # The statistics must show the work this session sent before asking, on either
             # lane: they are its barrier (gt.cuda.synchronize).
@@ -418,8 +420,8 @@ class Dispatcher(WorkerLinks):
 
     # ---- workers -------------------------------------------------------------------------
     def _admitted(self, identity: bytes, token: object, who: str) -> bool:
-        """Whether a Hello or Register carries the server's token; a refusal tells the
-        peer why and the operator who was turned away."""
+        """Whether a Hello, Register or StatsRequest carries the server's token; a refusal
+        tells the peer why and the operator who was turned away."""
         if self.limits.admits(token):
             return True
         self._refuse(identity, who, 'wrong or missing token', REFUSAL)
@@ -467,6 +469,7 @@ class Dispatcher(WorkerLinks):
     def _own_stats(self, session: Session | None) -> dict:
         return {
             'monitor_port': self.monitor.port,
+            'monitor_host': self.monitor.host,
             'session': accounting(session) if session else None,
             'sessions': len(self.sessions),
             'session_values': len(session.values) if session else 0,

@@ -20,7 +20,7 @@ class Monitor:
     def __init__(self, endpoints: list[str], log_path: str | None, context: zmq.Context,
                  host: str, curve: ServerCurve | None = None):
         self.events = Events(log_path, context, host, curve)
-        self.port = self.events.monitor_port
+        self.host, self.port = host, self.events.monitor_port
         self.reporting_programs = self.events.on  # what workers were last told
         self.next_stats = 0.0
         self.note = register_dispatcher(endpoints, self.port,

@@ -57,6 +57,7 @@ class Ping(NamedTuple):
 
 class StatsRequest(NamedTuple):
     request: int
+    token: str = ''  # the server's shared secret, from a peer without a session (top, trace)
 
 
 class Mark(NamedTuple):

@@ -1,15 +1,20 @@
 """Finding a running dispatcher's monitor socket and subscribing to it (for `top` and
 `trace`): the newest live dispatcher on this host by default, or the one at
-`--host`/`--port`, which says where its monitor is when asked for its statistics. A
-dispatcher with CURVE needs its public key: GT_CURVE_SERVER_KEY, or for one on this host
-its note; the key pair is GT_CURVE_SECRET, else one made in memory."""
+`--host`/`--port`, which says where its monitor is when asked for its statistics (with
+its token, GT_TOKEN, when it has one). A dispatcher with CURVE needs its public key:
+GT_CURVE_SERVER_KEY, or for one on this host its note; the key pair is GT_CURVE_SECRET,
+else one made in memory. A server with a token and no CURVE keys shows its monitor on its
+own host only: the feed would go unencrypted and unchecked to anyone who asked."""
+
+import os
 
 import zmq
 
 from gt.runtime import curve
 from gt.runtime.events import running_dispatchers
-from gt.runtime.protocol import Stats, StatsRequest
+from gt.runtime.protocol import Refused, Stats, StatsRequest
 from gt.runtime.transport import dealer, receive, send
+from gt.server import LOOPBACK
 
 ASK_SECONDS = 3.0
 
@@ -33,14 +38,21 @@ def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Key
     host = host or '127.0.0.1'
     socket = dealer(f'tcp://{host}:{port}', keys=keys)
     try:
-        send(socket, StatsRequest(0))
+        send(socket, StatsRequest(0, os.environ.get('GT_TOKEN', '')))
         if not socket.poll(int(ASK_SECONDS * 1000)):
             raise SystemExit(f'no GT dispatcher answered at {host}:{port}')
         message, _ = receive(socket)
     finally:
         socket.close(0)
+    if isinstance(message, Refused):
+        raise SystemExit(f'the GT dispatcher at {host}:{port} refused: {message.reason}')
     if not isinstance(message, Stats) or 'monitor_port' not in message.dispatcher:
         raise SystemExit(f'{host}:{port} did not answer as a GT dispatcher')
+    shown_on = message.dispatcher.get('monitor_host', host)
+    if shown_on in LOOPBACK and host not in LOOPBACK:
+        raise SystemExit(f'the GT dispatcher at {host}:{port} shows its monitor on its own '
+                         'host only (it has a token but no CURVE keys to encrypt the feed): '
+                         'run this there, or start the server with --curve-secret')
     return f"tcp://{host}:{message.dispatcher['monitor_port']}", keys
 
 

@@ -4,6 +4,7 @@ peer's address), for clients and workers alike; oversized messages are dropped u
 a session past its memory limit gets gt.OutOfMemoryError while others go on; a worker
 that cannot allocate fails only that program; one session cannot read another's values."""
 
+import os
 import subprocess
 import sys
 import time
@@ -71,6 +72,53 @@ def test_tokens_are_checked_for_clients_and_workers(guarded, monkeypatch):
     log = guarded.logs()
     assert 'refused client' in log and 'refused worker' in log, log
     assert 'from a local socket (uid ' in log, log  # where from, in words
+
+
+@pytest.mark.time_limit(120)
+def test_top_and_trace_need_the_token_of_a_server_that_has_one(guarded, monkeypatch):
+    """Its statistics name every session's client, ops and memory: a monitor asking by
+    address (`--port`) must carry GT_TOKEN, as clients and workers do."""
+    def top(token):
+        env = {k: v for k, v in guarded.env.items() if k != 'GT_TOKEN'}
+        if token:
+            env['GT_TOKEN'] = token
+        return subprocess.run([sys.executable, '-m', 'gt.scripts.top', '--port',
+                               str(guarded.port), '-n', '1'], capture_output=True, text=True,
+                              timeout=60, env=env)
+
+    refused = top(None)
+    assert refused.returncode != 0
+    assert 'refused: wrong or missing token' in refused.stderr, refused.stderr
+    assert top('guess').returncode != 0
+    shown = top('s3cret')
+    assert shown.returncode == 0 and 'workers' in shown.stdout.lower(), shown.stderr
+    assert 'refused monitor from' in guarded.logs()
+
+
+def test_a_token_server_shows_its_monitor_on_its_own_host_only():
+    """The monitor feed is a PUB socket, which checks no token: bound to every interface
+    it would show every session to anyone (it does, with CURVE keys, encrypted)."""
+    import psutil
+
+    outside = next((address.address for addresses in psutil.net_if_addrs().values()
+                    for address in addresses if address.family.name == 'AF_INET'
+                    and not address.address.startswith('127.')), None)
+    if outside is None:
+        pytest.skip('this machine has no address but loopback')
+    port = free_port()
+    server = subprocess.Popen([sys.executable, '-m', 'gt.server', '--host', '0.0.0.0', '-p',
+                               str(port), '--token', 's3cret'], stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        time.sleep(3)
+        top = subprocess.run([sys.executable, '-m', 'gt.scripts.top', '--host', outside,
+                              '--port', str(port), '-n', '1'], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, 'GT_TOKEN': 's3cret'})
+        assert top.returncode != 0
+        assert 'shows its monitor on its own host only' in top.stderr, top.stderr
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 @pytest.mark.time_limit(120)
