@@ -3,8 +3,11 @@
 The dispatcher's passes read a node's scope to apply the sharding config of that name.
 """
 
+import contextlib
+import os
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -25,6 +28,9 @@ _open_anywhere = 0
 # `+=` on a global is not atomic across threads; a lost update could hide an open scope.
 _open_anywhere_lock = threading.Lock()
 _warned: set[str] = set()  # signals without a config already named under GT_VERBOSE
+_entered: set[str] = set()  # signals entered in this process: their configs are checked
+_warned_absent: set[str] = set()  # signals already said to name absent workers
+_GT_FILES = (os.path.dirname(os.path.abspath(__file__)), contextlib.__file__)
 
 
 def current_scope() -> str | None:
@@ -56,6 +62,12 @@ def enter(name: str, backward: str | None = None) -> None:
             environment.switch('GT_VERBOSE'):
         _warned.add(name)
         print(f'gt: signal {name!r} has no config; ops in it run unsharded', file=sys.stderr)
+    if name not in _entered:
+        _entered.add(name)
+        from gt.runtime import client
+
+        if client.connected() is not None:
+            warn_of_absent_workers([w['index'] for w in client.connected().workers])
     _scopes.stack.append(name)
     _scopes.backward.append(backward)
     with _open_anywhere_lock:
@@ -92,3 +104,33 @@ def tensor(x: Any, name: str) -> Any:
 
     with context(name):
         return apply('distribute', [x])
+
+
+def warn_of_absent_workers(live: list[int]) -> None:
+    """Once per signal entered (and the signals placing its gradients): a config naming
+    workers that are not live runs on those of its workers that are, or unsharded. Said
+    at the user's line, and not for configs the script never uses (an example's file
+    names four workers for any number)."""
+    names = set(_entered)
+    names |= {found.backward_signal for found in map(config.get_config, _entered)
+              if found is not None and found.backward_signal}
+    for name in sorted(names - _warned_absent):
+        found = config.get_config(name)
+        workers = found.shard.workers if found is not None and found.shard else None
+        missing = [w for w in workers or () if w not in live]
+        if missing:
+            _warned_absent.add(name)
+            warnings.warn(
+                f'signal {name!r} names worker(s) {missing}, which are not among the live '
+                f'workers {live}; it runs on those of its workers that are (or unsharded). '
+                'Workers are numbered as they join, and a restarted worker gets a new '
+                'number: gt.debug.print_worker_stats() lists them',
+                stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel, from its caller here, of the first frame outside GT."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_GT_FILES):
+        frame, level = frame.f_back, level + 1
+    return level

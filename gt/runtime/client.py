@@ -7,22 +7,20 @@ lost server is an exception within seconds, never a hang.
 
 import atexit
 import contextlib
-import functools
 import gc
 import os
 import socket as sockets
 import sys
 import threading
 import time
-import warnings
 
 import msgpack
 import numpy as np
 import torch
 import zmq
 
-from gt import config
-from gt.runtime import compile_settings, curve, diagnostics, environment, shared_memory
+from gt import config, signal
+from gt.runtime import compile_settings, curve, diagnostics, environment, forks, shared_memory
 from gt.runtime.fetched import assemble
 from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
@@ -61,6 +59,7 @@ SILENCE_SECONDS = environment.number('GT_TIMEOUT')  # no sign of life: give up
 PING_SECONDS = 1.0
 WORKERLESS_NOTICE_SECONDS = 5.0  # waiting this long at connect for a worker: say so
 KEEP_ALIVE_SECONDS = 1.0
+GOODBYE_SECONDS = 2.0  # a closing client's wait for its own server to end the session
 STARTUP_SECONDS = environment.number('GT_STARTUP_TIMEOUT')
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
@@ -141,15 +140,7 @@ class Client:
             return
         auto_shard = environment.switch('GT_AUTO_SHARD', True)
         configs = config.wire_form()
-        live = [w['index'] for w in self.workers]
-        for name, (_, workers, _, _) in configs.items():
-            missing = [w for w in workers or () if w not in live]
-            if missing:
-                warnings.warn(
-                    f'signal {name!r} names worker(s) {missing}, which are not among the live '
-                    f'workers {live}; it runs on those of its workers that are (or unsharded). '
-                    'Workers are numbered as they join, and a restarted worker gets a new '
-                    'number: gt.debug.print_worker_stats() lists them', stacklevel=2)
+        signal.warn_of_absent_workers([w['index'] for w in self.workers])
         try:
             send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
                                        self.compile_wish))
@@ -250,7 +241,7 @@ class Client:
     def flush(self, fetch: list[int] = (), pace: bool = True) -> int:
         """Send the pending fragment, releases and fetches in one message; return its
         request. `pace`: wait if this session is too far ahead (gt.runtime.pacing)."""
-        if _process_id != self.pid:
+        if forks.process_id() != self.pid:
             raise RuntimeError(
                 f'this GT connection belongs to process {self.pid}; a forked child cannot use '
                 'it (its socket is shared with the parent). Call gt.connect() in the child, '
@@ -343,7 +334,7 @@ class Client:
         return self._wait(Stats, request=self.next_request)[0]
 
     def close(self) -> None:
-        if self.closed or _process_id != self.pid:
+        if self.closed or forks.process_id() != self.pid:
             return  # a forked child must not end its parent's session
         try:
             self.flush(pace=False)  # work the script recorded but never looked at still runs
@@ -353,6 +344,11 @@ class Client:
         self._stop_keep_alive.set()
         try:
             send(self.socket, Goodbye())
+            if self.server is not None:
+                # The dispatcher answers in order: once Pong comes, it has ended the session
+                # (and logged it) and may be stopped.
+                send(self.socket, Ping())
+                self._poll(int(GOODBYE_SECONDS * 1000))
         except zmq.ZMQError:
             pass
         self.socket.close(linger=100)
@@ -427,31 +423,11 @@ class Client:
 
 # ---- the process's connection ----------------------------------------------------------------
 _client: Client | None = None
-# This process's id, kept current across forks: os.getpid() is a system call, and every
-# recorded literal asks which process it is in.
-_process_id = os.getpid()
 
 
 def _forked() -> None:
-    global _process_id
-    _process_id = os.getpid()
     if _client is not None:
-        # An op on the parent's tensors must raise where it is recorded: a DataLoader
-        # worker's error is sent to the parent then, where one at pickling hung it.
-        _client.record = _client.record_binary = functools.partial(refuse_parents,
-                                                                   _client.pid)
-
-
-def process_id() -> int:
-    return _process_id
-
-
-def refuse_parents(parent: int, *_: object, **__: object) -> int:
-    raise RuntimeError(
-        f'this GT tensor belongs to the session of process {parent}; a forked child of it '
-        "(a DataLoader worker, say) cannot reach that session's values. "
-        "Make the tensors in the child (a Dataset's __getitem__ can), or load with "
-        "num_workers=0: indexing GT tensors is lazy, so loader processes gain nothing")
+        forks.disown(_client)
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -461,7 +437,7 @@ _auto_workers = environment.integer('GT_WORKERS')
 def current() -> Client:
     """The connection, starting a local server on first use if `connect` was not called."""
     global _client
-    if _client is not None and _client.pid != _process_id:
+    if _client is not None and _client.pid != forks.process_id():
         # Inherited through fork: this process gets a session of its own on the same server.
         _client = Client(_client.endpoint, wait_for_workers=1, token=_client.token,
                          keys=_client.keys)
@@ -498,6 +474,11 @@ def _weight(given: float | None) -> float:
     if not 0 < weight < 1e6:
         raise ValueError(f'a session weight must be positive, got {weight}')
     return weight
+
+
+def connected() -> Client | None:
+    """This process's connection, if it has one (none is started)."""
+    return _client if _client is not None and _client.pid == forks.process_id() else None
 
 
 def set_auto_workers(count: int) -> None:

@@ -30,6 +30,7 @@ LINE = re.compile(r'^\[TAPE (?P<seconds>\d+\.\d+)s\] (?P<kind>\S+)\s*\| (?P<peer
                   r'(?P<message>\S+)\s*\|(?P<fields>.*)$')
 FIELD = re.compile(r'(\w+)=(\S*)')
 MONITOR_HWM = 10000  # events queued per subscriber before the newest are dropped
+CLOSE_SECONDS = 5.0  # the longest a closing dispatcher waits for its log to be written
 
 
 def format_line(seconds: float, kind: str, peer: str, message: str, fields: dict) -> str:
@@ -66,8 +67,12 @@ class Events:
         self.lines: queue.SimpleQueue | None = None
         if log_path:
             self.lines = queue.SimpleQueue()
-            self.file = open(log_path, 'a', buffering=1 << 16)  # noqa: SIM115 - the writer's
-            threading.Thread(target=self._write, daemon=True, name='gt-instruction-log').start()
+            # One log per run, as `GT_INSTRUCTION_LOG=ops.log python train.py` reads: a
+            # second run appended, and `visualize` drew both as one.
+            self.file = open(log_path, 'w', buffering=1 << 16)  # noqa: SIM115 - the writer's
+            self.writer = threading.Thread(target=self._write, daemon=True,
+                                           name='gt-instruction-log')
+            self.writer.start()
         self.monitor = context.socket(zmq.XPUB)
         self.monitor.setsockopt(zmq.LINGER, 0)
         self.monitor.setsockopt(zmq.SNDHWM, MONITOR_HWM)
@@ -124,8 +129,11 @@ class Events:
                 self.file.flush()
 
     def close(self) -> None:
+        """Write out every event emitted (the writer is a daemon: a dispatcher exiting
+        right after this lost the log's last lines)."""
         if self.lines is not None:
             self.lines.put(None)
+            self.writer.join(CLOSE_SECONDS)
         self.monitor.close(0)
 
 

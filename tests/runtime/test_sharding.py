@@ -4,6 +4,8 @@ every family of sharding rules, optimizer state on the shards, copies kept after
 move, and random draws made only where their values go. Layers that stay on a sharded
 batch are in test_sharded_layers.py."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -83,6 +85,27 @@ def test_a_config_naming_absent_workers_warns_and_uses_the_live_ones(cluster):
     torch.manual_seed(4)
     torch.testing.assert_close(values, torch.randn(6, 3))
     assert placed == ['S0@w1'], placed  # all of it on worker 1, the one live worker named
+
+
+@pytest.mark.time_limit(60)
+def test_absent_workers_are_named_once_per_signal_used_at_the_users_line(cluster):
+    """Not at connect for every config (an example's file names four workers for any
+    number of them), nor from GT's own code: once, where the script enters the signal."""
+    gt.register_config('never_entered', SignalConfig(shard=ShardConfig(axis=0, workers=[7])))
+    gt.register_config('far', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 8]),
+                                           backward_signal='far_back'))
+    gt.register_config('far_back', SignalConfig(shard=ShardConfig(axis=0, workers=[9])))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        with connected(cluster.address):
+            x = gt.ones(4)
+            for _ in range(2):
+                with gt.signal.context('far'):
+                    y = x * 2
+            assert y.sum().item() == 8.0
+    said = [(str(w.message).split(' names')[0], w.filename) for w in caught
+            if 'which are not among the live workers' in str(w.message)]
+    assert said == [("signal 'far'", __file__), ("signal 'far_back'", __file__)], said
 
 
 @pytest.mark.time_limit(90)
