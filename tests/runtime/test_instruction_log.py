@@ -72,16 +72,20 @@ def test_two_clients_on_two_workers_log_every_event_kind(start_cluster, tmp_path
                if kind == 'RECV')
 
 
-def test_the_auto_started_server_writes_the_log(tmp_path):
+def test_the_auto_started_server_writes_one_whole_log_per_run(tmp_path):
+    """Each run starts the file afresh (`visualize` drew two runs appended as one), and
+    the log ends with the session's end, which a server stopped at once lost."""
     log = tmp_path / 'auto.log'
-    result = run_script("""
-        import gt
-        print((gt.ones(3, 3) @ gt.ones(3, 3)).sum().item())
-    """, env={'GT_INSTRUCTION_LOG': str(log)})
-    assert result.returncode == 0, result.explain()
-    assert result.stdout.strip() == '27.0'
-    kinds = [parse_line(line)[1] for line in log.read_text().splitlines()]
-    assert kinds[:2] == ['WORKER_JOIN', 'CONNECT'] and 'SEND' in kinds
+    for _ in range(3):
+        result = run_script("""
+            import gt
+            print((gt.ones(3, 3) @ gt.ones(3, 3)).sum().item())
+        """, env={'GT_INSTRUCTION_LOG': str(log)})
+        assert result.returncode == 0, result.explain()
+        assert result.stdout.strip() == '27.0'
+        kinds = [parse_line(line)[1] for line in log.read_text().splitlines()]
+        assert kinds[:2] == ['WORKER_JOIN', 'CONNECT'] and 'SEND' in kinds
+        assert kinds.count('WORKER_JOIN') == 1 and kinds[-1] == 'DISCONNECT', kinds
 
 
 @pytest.mark.time_limit(90)
