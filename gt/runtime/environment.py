@@ -117,6 +117,13 @@ def check_all() -> None:
         size(name)
     for name in SWITCHES:
         switch(name)
+    log = os.environ.get('GT_INSTRUCTION_LOG')
+    if log:
+        try:
+            open(log, 'a').close()  # the dispatcher starts it afresh; this only probes
+        except OSError as error:
+            raise ValueError(f'GT_INSTRUCTION_LOG={log!r} cannot be written: '
+                             f'{error.strerror}') from None
 
 
 def _refuse(name: str, problem: str):

@@ -41,6 +41,8 @@ def test_a_client_refuses_a_malformed_number_by_name(name, value, problem):
     ('GT_HOTPATH_THRESHOLD', '0', "GT_HOTPATH_THRESHOLD='0' is below 1"),
     ('GT_EXPRESS_SECONDS', '-1', "GT_EXPRESS_SECONDS='-1' is negative"),
     ('GT_MAX_MESSAGE_BYTES', 'lots', "GT_MAX_MESSAGE_BYTES: not a size: 'lots'"),
+    ('GT_INSTRUCTION_LOG', '/nonexistent/dir/ops.log',
+     "GT_INSTRUCTION_LOG='/nonexistent/dir/ops.log' cannot be written: No such file"),
 ])
 def test_a_client_refuses_its_auto_started_servers_variables_before_starting_it(
         name, value, problem):
