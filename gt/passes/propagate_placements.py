@@ -17,8 +17,10 @@ gradient summed from it, run on the backward config's workers, as the seeds prom
 
 Then each op runs on a worker set: its signal's workers, or else those of the input for
 which the fewest elements move, less the work that running there spreads out. Inputs
-from elsewhere keep their kind (a shard stays a shard) on the new set, and the op's
-sharding rule (gt.ir.sharding) says what it needs and what it makes.
+from elsewhere keep their kind (a shard stays a shard) on the new set, except that under
+a signal, one that spans the op's output along the signal's axis arrives split on it
+(the seeds' `pred = model(X_train)` in a data-parallel scope); the op's sharding rule
+(gt.ir.sharding) says what it needs and what it makes.
 
     before:  %0: f32[8,4] = randn()                   after:  %0: f32[8,4]<S0@w0,w1> = randn()
              %1: f32[8,4] = relu(%0)                          %1: f32[8,4]<S0@w0,w1> = relu(%0)
@@ -89,10 +91,18 @@ def _holds(placement, workers: tuple[int, ...]) -> bool:
         isinstance(placement, Replicate) and set(workers) <= set(placement.workers))
 
 
-def _carried(placement, value: Value, workers: tuple[int, ...]) -> str | int:
-    """The kind an input keeps when its op runs on `workers`."""
+def _carried(placement, value: Value, workers: tuple[int, ...], axis: int | None,
+             output: Value | None) -> str | int:
+    """The kind an input keeps when its op runs on `workers`. Under a signal that shards
+    on `axis`, an input from elsewhere that spans the op's output along it (a batch
+    brought into a data-parallel scope, `pred - targets`) arrives split on it: the
+    signal shards compute, not only what it creates. Others arrive whole (a weight)."""
     if placement is None or placement.workers == workers:
         return 'R' if placement is None else kind_of(placement)
+    if axis is not None and output is not None and len(value.shape) == len(output.shape) \
+            and axis < len(value.shape) and value.shape[axis] == output.shape[axis] \
+            >= len(workers):
+        return axis
     if isinstance(placement, Shard) and value.shape[placement.axis] >= len(workers):
         return placement.axis
     return 'R'
@@ -128,7 +138,10 @@ def propagate_placements(graph: Graph, options: PipelineOptions) -> Graph:
                 workers = _choose_workers(known, node.outputs)
             else:
                 workers = home
-            kinds = tuple(_carried(value.placement, value, workers) for value in inputs)
+            axis = scope[0] if scope is not None else None
+            output = node.outputs[0] if node.outputs else None
+            kinds = tuple(_carried(value.placement, value, workers, axis, output)
+                          for value in inputs)
             types = tuple(value.type for value in inputs)
             out_types = tuple(value.type for value in node.outputs)
             decision = row.shard(kinds, types, out_types, **node.attrs) if row.shard else None

@@ -108,6 +108,36 @@ def test_absent_workers_are_named_once_per_signal_used_at_the_users_line(cluster
     assert said == [("signal 'far'", __file__), ("signal 'far_back'", __file__)], said
 
 
+@pytest.mark.time_limit(60)
+def test_a_batch_brought_into_a_signal_is_split_and_the_weights_arrive_whole(cluster):
+    """The seeds' complete example: `pred = model(X_train)` inside a data-parallel
+    signal, the data and the model made outside it. The batch and the targets span the
+    ops' outputs along the signal's axis, so they arrive split and the matmul runs on
+    half the rows on each worker; the weight does not, so it arrives whole. Before, the
+    batch was copied whole to both workers and the work done twice."""
+    data, targets = torch.randn(64, 12), torch.randn(64, 3)
+    reference = torch.nn.Linear(12, 3)
+    with connected(cluster.address):
+        gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1]),
+                                                 backward_signal='batch'))
+        model = gt.nn.Linear(12, 3)
+        model.load_state_dict(reference.state_dict())
+        x, y = gt.tensor(data), gt.tensor(targets)
+        with gt.signal.context('batch'):
+            loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        ir = gt.debug.dump_ir(show=False)
+        got = [loss.item(), model.weight.grad.data]
+    expected = ((reference(data) - targets) ** 2).mean()
+    expected.backward()
+    torch.testing.assert_close(got[0], expected.item(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got[1], reference.weight.grad, rtol=1e-5, atol=1e-6)
+    assert placements_of(ir, 'matmul')[0] == 'S0@w0,w1', ir  # half the rows each
+    transfers = [line for line in ir.splitlines() if '= transfer(' in line]
+    assert any('f32[64,12]<S0@w0,w1>' in line for line in transfers), ir  # the batch, split
+    assert any('f32[3,12]<R@w0,w1>' in line for line in transfers), ir  # the weight, whole
+
+
 @pytest.mark.time_limit(90)
 def test_uneven_shards_and_auto_sharding(four):
     gt.register_config('three', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2])))
