@@ -40,6 +40,7 @@ from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
     arange,
     as_tensor,
+    asarray,
     from_numpy,
     full,
     full_like,
@@ -147,6 +148,33 @@ def set_float32_matmul_precision(precision: str) -> None:
     _float32_matmul_precision = precision
 
 
+_deterministic = {'mode': False, 'warn_only': False}
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Accepted and kept for the script to read back: GT's ops run on CPU workers with
+    torch's deterministic CPU kernels whatever it says; GPU workers do not take it."""
+    _deterministic.update(mode=True if mode else False,  # `bool` is gt.bool here
+                          warn_only=True if warn_only else False)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic['mode']
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _deterministic['warn_only']
+
+
+def set_default_device(device) -> None:
+    """Accepted, and changes nothing: GT places tensors on its workers itself, as
+    `.to(device)` and `.cuda()` leave them."""
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    return False  # gt.autocast runs ops in their inputs' dtypes (gt/amp.py)
+
+
 def get_float32_matmul_precision() -> str:
     return _float32_matmul_precision
 
@@ -158,9 +186,9 @@ def sync() -> None:
 
 
 __all__ = [
-    'Tensor', 'tensor', 'as_tensor', 'from_numpy', 'randn', 'rand', 'zeros', 'ones', 'full',
-    'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like', 'manual_seed',
-    'get_rng_state', 'set_rng_state', 'seed', 'initial_seed', 'random',
+    'Tensor', 'tensor', 'as_tensor', 'asarray', 'from_numpy', 'randn', 'rand', 'zeros', 'ones',
+    'full', 'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like',
+    'manual_seed', 'get_rng_state', 'set_rng_state', 'seed', 'initial_seed', 'random',
     'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
     'is_grad_enabled', 'signal',
     'debug', 'WorkerError', 'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError',
@@ -170,10 +198,12 @@ __all__ = [
     'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
     'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',
     'set_num_threads', 'get_num_threads', 'set_float32_matmul_precision',
-    'get_float32_matmul_precision', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
-    'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
-    'BoolTensor', 'distributions', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled',
-    'set_anomaly_enabled',
+    'get_float32_matmul_precision', 'use_deterministic_algorithms',
+    'are_deterministic_algorithms_enabled', 'is_deterministic_algorithms_warn_only_enabled',
+    'set_default_device', 'is_autocast_enabled', 'compile', 'FloatTensor', 'DoubleTensor',
+    'HalfTensor', 'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor',
+    'ByteTensor', 'BoolTensor', 'distributions', 'is_anomaly_enabled',
+    'is_anomaly_check_nan_enabled', 'set_anomaly_enabled',
 ]
 
 _torch_function = _namespace('torch', globals())
@@ -191,7 +221,9 @@ _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'fi
                          'Generator', 'get_default_dtype', 'promote_types',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
-                         'set_printoptions'})  # printing fetches into torch tensors
+                         'set_printoptions',  # printing fetches into torch tensors
+                         'contiguous_format', 'channels_last', 'channels_last_3d',
+                         'preserve_format', 'memory_format', 'strided', 'layout'})
 
 _register_collate()
 if _os.environ.get('GT_CONFIG'):

@@ -201,6 +201,16 @@ def _with_values(data: list | tuple) -> list | tuple:
     return replace(data)
 
 
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: bool = False) -> Tensor:
+    """torch.asarray: `obj` as a tensor, a GT tensor itself unless `copy` (or a cast);
+    other data is always copied (to the workers)."""
+    made = as_tensor(obj, dtype)
+    if copy and made is obj:
+        made = obj.clone()
+    return made.requires_grad_() if requires_grad else made
+
+
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """torch.as_tensor: a GT tensor is returned as it is (cast if `dtype` differs);
     anything else becomes one as `tensor` makes it. `device` is GT's to choose."""

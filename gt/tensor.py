@@ -76,6 +76,22 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
     def is_cuda(self) -> bool:
         return False  # the value is on the cluster, not on a GPU of this process
 
+    @property
+    def is_cpu(self) -> bool:
+        return False  # nor in this process's memory
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.dtype.itemsize * self.numel()
+
+    @property
+    def retains_grad(self) -> bool:
+        return bool(self._retained)
+
     def get_device(self) -> int:
         return -1  # torch's answer for a tensor not on a CUDA device
 

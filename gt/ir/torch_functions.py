@@ -52,7 +52,6 @@ REFUSAL_ADVICE = {
     'torch.set_default_tensor_type': 'the default floating dtype is float32 on every process '
     'of a cluster; give dtype=gt.float64 where tensors are made and call .double() on '
     'modules',
-    'torch.set_default_device': 'GT places tensors on its workers itself; leave the call out',
 }
 # Private torch functions GT runs all the same: the gamma family's samplers and their
 # implicit gradients, which torch.distributions calls (gt/distributions/worker_draws.py).

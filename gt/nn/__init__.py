@@ -33,7 +33,7 @@ from gt.nn.activations import (
     Threshold,
 )
 from gt.nn.attention import MultiheadAttention
-from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from gt.nn.containers import (
     ModuleDict,
     ModuleList,
@@ -165,7 +165,7 @@ from gt.nn.upsampling import (
 __all__ = [
     'Module', 'Parameter', 'Buffer', 'DataParallel', 'Sequential', 'ModuleList', 'Linear',
     'Embedding', 'LayerNorm',
-    'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d',
+    'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'SyncBatchNorm',
     'Dropout', 'ReLU', 'Sigmoid', 'Tanh', 'GELU', 'Softmax', 'LogSoftmax', 'Flatten',
     'Identity', 'MSELoss', 'L1Loss', 'BCELoss', 'BCEWithLogitsLoss', 'NLLLoss',
     'CrossEntropyLoss', 'mse_loss', 'l1_loss', 'binary_cross_entropy',

@@ -171,3 +171,33 @@ class BatchNorm2d(_BatchNorm):
 
 class BatchNorm3d(_BatchNorm):
     dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch's batch norm across processes. A GT batch is one tensor, however its rows
+    are spread over workers, so its statistics are always the whole batch's: this is
+    batch norm of any rank, and `process_group` has nothing to choose."""
+
+    dims = (2, 3, 4, 5)
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+        self.process_group = process_group
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """`module` with each batch norm in it replaced by a SyncBatchNorm holding the
+        same parameters and buffers, as torch converts them."""
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group)
+            for registry in ('_parameters', '_buffers'):
+                getattr(converted, registry).update(getattr(module, registry))
+            converted.train(module.training)
+            return converted
+        for name, child in list(module.named_children()):
+            module.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return module

@@ -14,7 +14,67 @@ from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
 
 
-class Sequential(Module):
+class _Positional(Module):
+    """What Sequential and ModuleList share, as torch has it: entries by position, which
+    insert, delete and pop renumber ('0', '1', ...)."""
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def _key(self, index: int) -> str:
+        if not -len(self) <= index < len(self):
+            raise IndexError(f'index {index} is out of range')
+        return list(self._modules)[index]
+
+    def __setitem__(self, index: int, module: Module) -> None:
+        self.add_module(self._key(index), module)
+
+    def __delitem__(self, index: int | slice) -> None:
+        doomed = list(self._modules)[index] if isinstance(index, slice) else [self._key(index)]
+        for key in doomed:
+            del self._modules[key]
+        self._renumber(list(self._modules.values()))
+
+    def _renumber(self, modules: list) -> None:
+        self._modules.clear()
+        for position, module in enumerate(modules):
+            self.add_module(str(position), module)
+
+    def append(self, module: Module) -> '_Positional':
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> '_Positional':
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __iadd__(self, modules: Iterable[Module]) -> '_Positional':
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> '_Positional':
+        return type(self)(*self, *other) if isinstance(self, Sequential) else \
+            type(self)([*self, *other])
+
+    def insert(self, index: int, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise AssertionError(f'module should be of type: {Module}')
+        modules = list(self._modules.values())
+        if not -len(modules) <= index <= len(modules):
+            raise IndexError(f'Index out of range: {index}')
+        modules.insert(index, module)
+        self._renumber(modules)
+
+    def pop(self, index: int | slice = -1) -> Any:
+        popped = self[index]
+        del self[index]
+        return popped
+
+
+class Sequential(_Positional):
     def __init__(self, *modules: Any) -> None:
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], OrderedDict):
@@ -35,18 +95,12 @@ class Sequential(Module):
             return Sequential(OrderedDict(modules[index]))
         return modules[index][1]
 
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> 'Sequential':
-        self.add_module(str(len(self)), module)
+    def insert(self, index: int, module: Module) -> 'Sequential':
+        super().insert(index, module)
         return self
 
 
-class ModuleList(Module):
+class ModuleList(_Positional):
     def __init__(self, modules: Iterable[Module] = ()) -> None:
         super().__init__()
         for module in modules:
@@ -67,18 +121,9 @@ class ModuleList(Module):
                  + text.replace('\n', '\n  ') for first, last, text in runs]
         return 'ModuleList(\n  ' + '\n  '.join(lines) + '\n)'
 
-    def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> 'ModuleList':
-        self.add_module(str(len(self)), module)
-        return self
+    def __getitem__(self, index: int | slice) -> Any:
+        modules = list(self._modules.values())
+        return ModuleList(modules[index]) if isinstance(index, slice) else modules[index]
 
 
 class ModuleDict(Module):

@@ -253,10 +253,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(q k^T * scale + mask) v, as torch's reference math, from rows: it shards
     over batch and heads and differentiates like the rest."""
-    if enable_gqa:
-        return call('torch.nn.functional.scaled_dot_product_attention',
-                    (query, key, value, attn_mask, dropout_p, is_causal, scale),
-                    {'enable_gqa': True})
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        # grouped-query attention: each key/value head serves a group of query heads
+        groups = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(groups, dim=-3)
+        value = value.repeat_interleave(groups, dim=-3)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:

@@ -83,6 +83,21 @@ class Module:
             module = module._modules[name]
         return module
 
+    def get_parameter(self, target: str) -> Tensor:
+        return self._get_entry(target, '_parameters', 'an nn.Parameter')
+
+    def get_buffer(self, target: str) -> Tensor:
+        return self._get_entry(target, '_buffers', 'a buffer')
+
+    def _get_entry(self, target: str, registry: str, kind: str) -> Tensor:
+        path, _, name = target.rpartition('.')
+        module = self.get_submodule(path)
+        if name in getattr(module, registry):
+            return getattr(module, registry)[name]
+        if not hasattr(module, name):
+            raise AttributeError(f'{type(module).__name__} has no attribute `{name}`')
+        raise AttributeError(f'`{name}` is not {kind}')
+
     # ---- registration --------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         if name in REGISTRIES and name in self.__dict__:
@@ -180,6 +195,8 @@ class Module:
     def add_module(self, name: str, module: 'Module | None') -> None:
         self._forget(name, keep='_modules')
         self._modules[name] = module
+
+    register_module = add_module
 
     # ---- traversal -----------------------------------------------------------------------
     def named_modules(self, prefix: str = '', memo: set | None = None
@@ -298,6 +315,13 @@ class Module:
                     grad = tensor._grad
                     if grad is not None and grad.dtype != dtype:
                         grad._rebind(grad.to(dtype))
+
+    def type(self, dst_type: Any) -> 'Module':
+        """Every parameter and buffer cast to `dst_type` (a dtype), as torch's does."""
+        for tensor in [*self.parameters(), *self.buffers()]:
+            with no_grad():
+                tensor._replace(tensor.to(dst_type))
+        return self
 
     def float(self) -> 'Module': return self.to(torch.float32)
     def double(self) -> 'Module': return self.to(torch.float64)

@@ -1,0 +1,112 @@
+"""Names an audit of ported scripts found missing, each against torch: Sequential's and
+ModuleList's list operations, tensor size properties, Module lookups and `type`,
+grouped-query attention, SyncBatchNorm, `asarray`, memory formats and the
+determinism and default-device boilerplate."""
+
+import pytest
+import torch
+
+import gt
+
+
+def edit_lists(lib):
+    """Every list operation of ModuleList and Sequential; what each leaves, printed."""
+    nn, seen = lib.nn, []
+    modules = nn.ModuleList([nn.ReLU()])
+    modules.extend([nn.Tanh(), nn.Sigmoid()])
+    modules.insert(1, nn.GELU())
+    popped = modules.pop(0)
+    del modules[0]
+    modules[0] = nn.ELU()
+    modules += [nn.ReLU()]
+    seen += [type(popped).__name__, repr(modules), repr(modules[1:]), len(modules)]
+    chain = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    seen.append(repr(chain.insert(1, nn.Tanh()).append(nn.Sigmoid()).extend([nn.ReLU()])))
+    chain.pop(1)
+    del chain[0]
+    seen += [repr(chain), repr(chain + nn.Sequential(nn.ELU()))]
+    for bad in (lambda: chain.insert(10, nn.ReLU()), lambda: modules[9]):
+        with pytest.raises(IndexError):
+            bad()
+    return seen
+
+
+def test_module_lists_edit_as_torchs():
+    assert edit_lists(gt) == edit_lists(torch)
+
+
+def test_tensor_sizes_and_module_lookups_as_torchs():
+    answers = []
+    for lib in (torch, gt):
+        x = lib.ones(3, 2, requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2))
+        model.register_module('extra', lib.nn.ReLU())
+        errors = []
+        for lookup in (lambda: model.get_buffer('0.nope'), lambda: model.get_buffer('1.weight'),
+                       lambda: model.get_parameter('1.running_mean')):
+            with pytest.raises(AttributeError) as caught:
+                lookup()
+            errors.append(str(caught.value))
+        model.type(lib.float64)
+        answers.append([x.nbytes, x.itemsize, y.retains_grad, (x * 3).retains_grad,
+                        x.retains_grad, tuple(model.get_parameter('0.weight').shape),
+                        tuple(model.get_buffer('1.running_mean').shape),
+                        [name for name, _ in model.named_children()], errors,
+                        [t.dtype for t in [*model.parameters(), *model.buffers()]]])
+    assert answers[1] == answers[0]
+    assert not gt.ones(1).is_cpu  # its value is on a worker (torch's CUDA tensors say False)
+
+
+@pytest.mark.parametrize('causal', [False, True])
+def test_grouped_query_attention_as_torchs(causal):
+    generator = torch.Generator().manual_seed(0)
+    data = [torch.randn(2, 4, 3, 5, generator=generator),
+            torch.randn(2, 2, 3, 5, generator=generator),
+            torch.randn(2, 2, 3, 5, generator=generator)]
+    theirs = [d.clone().requires_grad_() for d in data]
+    mine = [gt.tensor(d, requires_grad=True) for d in data]
+    expected = torch.nn.functional.scaled_dot_product_attention(*theirs, is_causal=causal,
+                                                                 enable_gqa=True)
+    got = gt.nn.functional.scaled_dot_product_attention(*mine, is_causal=causal,
+                                                        enable_gqa=True)
+    expected.pow(2).sum().backward()
+    got.pow(2).sum().backward()
+    torch.testing.assert_close(got.data, expected.detach())
+    for m, t in zip(mine, theirs):
+        torch.testing.assert_close(m.grad.data, t.grad)
+
+
+def test_sync_batch_norm_converts_and_normalizes_as_torchs_batch_norm():
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(2, 2, 1), torch.nn.BatchNorm2d(2))
+    mine = gt.nn.Sequential(gt.nn.Conv2d(2, 2, 1), gt.nn.BatchNorm2d(2))
+    mine.load_state_dict(theirs.state_dict())
+    norm = mine[1]
+    converted = gt.nn.SyncBatchNorm.convert_sync_batchnorm(mine)
+    assert repr(converted) == repr(torch.nn.SyncBatchNorm.convert_sync_batchnorm(
+        torch.nn.Sequential(torch.nn.Conv2d(2, 2, 1), torch.nn.BatchNorm2d(2))))
+    assert converted[1].weight is norm.weight  # the same parameters, as torch converts
+    x = torch.randn(4, 2, 3, 3)
+    torch.testing.assert_close(converted(gt.tensor(x)).data, theirs(x).detach())
+    torch.testing.assert_close(converted[1].running_mean.data, theirs[1].running_mean)
+
+
+def test_asarray_memory_formats_and_boilerplate_settings():
+    x = gt.asarray([1, 2])
+    assert x.tolist() == [1, 2] and x.dtype == torch.int64
+    assert gt.asarray(x) is x and gt.asarray(x, copy=True) is not x
+    assert gt.asarray(x, dtype=gt.float32).dtype == torch.float32
+    assert gt.asarray([1.0], requires_grad=True).requires_grad
+    images = gt.ones(1, 2, 3, 3)
+    conv = gt.nn.Conv2d(2, 2, 3).to(memory_format=gt.channels_last)
+    assert conv(images.contiguous(memory_format=gt.channels_last)).shape == (1, 2, 1, 1)
+    assert gt.contiguous_format is torch.contiguous_format
+    gt.use_deterministic_algorithms(True, warn_only=True)
+    assert gt.are_deterministic_algorithms_enabled()
+    assert gt.is_deterministic_algorithms_warn_only_enabled()
+    gt.use_deterministic_algorithms(False)
+    assert not gt.are_deterministic_algorithms_enabled()
+    gt.set_default_device('cuda')  # GT places tensors itself
+    assert not gt.is_autocast_enabled('cpu')
+    assert (gt.ones(2) + 1).tolist() == [2.0, 2.0]
