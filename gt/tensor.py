@@ -26,7 +26,7 @@ from gt.ir.dtypes import (
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
-from gt.runtime import forks
+from gt.runtime import ownership
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.signal import current_scope
 from gt.tensor_device import GT_DEVICE, Device
@@ -274,8 +274,8 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
         a GT tensor names a value of this session on a worker, which another process or
         a later run cannot reach. A forked child cannot fetch its parent's values: the
         pickle raises when loaded (a DataLoader worker's result raises in the parent)."""
-        if self._client.pid != forks.process_id():
-            return forks.refuse_parents, (self._client.pid,)
+        if self._client.pid != ownership.process_id():
+            return ownership.refuse_parents, (self._client.pid,)
         return self._value().requires_grad_(self.requires_grad and self.is_leaf) \
             .__reduce_ex__(protocol)
 

@@ -20,7 +20,7 @@ import torch
 import zmq
 
 from gt import config, signal
-from gt.runtime import compile_settings, curve, diagnostics, environment, forks, shared_memory
+from gt.runtime import compile_settings, curve, diagnostics, environment, ownership, shared_memory
 from gt.runtime.fetched import assemble
 from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
@@ -78,6 +78,7 @@ class Client:
         self.endpoint = endpoint
         self.server = server
         self.pid = os.getpid()
+        self.conversation = threading.RLock()  # see ownership.one_thread_at_a_time
         self.token, self.keys = token, keys  # CURVE keys: see gt.runtime.curve
         self.socket = dealer(endpoint, keys=keys, connect=False)
         self.handshake: curve.HandshakeWatch | None = curve.HandshakeWatch(self.socket,
@@ -96,7 +97,7 @@ class Client:
         try:
             send(self.socket, Hello(f'{sockets.gethostname()}:{os.getpid()}', wait_for_workers,
                                     self.probe, token or os.environ.get('GT_TOKEN', ''),
-                                    _weight(weight)))
+                                    environment.weight(weight)))
             welcome, _ = self._wait(Welcome, startup=True)
         except BaseException:
             self.handshake.close()
@@ -238,10 +239,11 @@ class Client:
             self.releases.append(value_id)
 
     # ---- sending -------------------------------------------------------------------------
+    @ownership.one_thread_at_a_time
     def flush(self, fetch: list[int] = (), pace: bool = True) -> int:
         """Send the pending fragment, releases and fetches in one message; return its
         request. `pace`: wait if this session is too far ahead (gt.runtime.pacing)."""
-        if forks.process_id() != self.pid:
+        if ownership.process_id() != self.pid:
             raise RuntimeError(
                 f'this GT connection belongs to process {self.pid}; a forked child cannot use '
                 'it (its socket is shared with the parent). Call gt.connect() in the child, '
@@ -306,6 +308,7 @@ class Client:
         self.releases = releases + self.releases  # not sent: they go with the next message
         raise self.reports.unsent(pending, position, error, sent_until, self.next_id) from None
 
+    @ownership.one_thread_at_a_time
     def fetch(self, value_ids: list[int]) -> list[torch.Tensor]:
         if self.reports.lost:
             for value_id in value_ids:
@@ -321,12 +324,14 @@ class Client:
         frames = iter(frames)
         return [assemble(header, frames) for header in reply.tensors]
 
+    @ownership.one_thread_at_a_time
     def dump(self, form: str = 'ir') -> str:
         self.flush()
         self.next_request += 1
         send(self.socket, DumpRequest(self.next_request, form))
         return self._wait(Dumped, request=self.next_request)[0].text
 
+    @ownership.one_thread_at_a_time
     def stats(self) -> Stats:
         self.flush()
         self.next_request += 1
@@ -334,7 +339,7 @@ class Client:
         return self._wait(Stats, request=self.next_request)[0]
 
     def close(self) -> None:
-        if self.closed or forks.process_id() != self.pid:
+        if self.closed or ownership.process_id() != self.pid:
             return  # a forked child must not end its parent's session
         try:
             self.flush(pace=False)  # work the script recorded but never looked at still runs
@@ -357,6 +362,7 @@ class Client:
             self.server.stop()
 
     # ---- waiting -------------------------------------------------------------------------
+    @ownership.one_thread_at_a_time
     def _wait(self, kind: type, request: int | None = None, startup: bool = False):
         last_heard = last_ping = time.monotonic()
         started = last_heard
@@ -427,7 +433,7 @@ _client: Client | None = None
 
 def _forked() -> None:
     if _client is not None:
-        forks.disown(_client)
+        ownership.disown(_client)
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -437,7 +443,7 @@ _auto_workers = environment.integer('GT_WORKERS')
 def current() -> Client:
     """The connection, starting a local server on first use if `connect` was not called."""
     global _client
-    if _client is not None and _client.pid != forks.process_id():
+    if _client is not None and _client.pid != ownership.process_id():
         # Inherited through fork: this process gets a session of its own on the same server.
         _client = Client(_client.endpoint, wait_for_workers=1, token=_client.token,
                          keys=_client.keys)
@@ -467,18 +473,6 @@ def connect(address: str, token: str | None = None, weight: float | None = None,
     _client = Client(endpoint_for(address), wait_for_workers=1, token=token, weight=weight,
                      keys=keys)
     return _client
-
-
-def _weight(given: float | None) -> float:
-    weight = environment.number('GT_WEIGHT') if given is None else float(given)
-    if not 0 < weight < 1e6:
-        raise ValueError(f'a session weight must be positive, got {weight}')
-    return weight
-
-
-def connected() -> Client | None:
-    """This process's connection, if it has one (none is started)."""
-    return _client if _client is not None and _client.pid == forks.process_id() else None
 
 
 def set_auto_workers(count: int) -> None:

@@ -130,3 +130,11 @@ def _refuse(name: str, problem: str):
     default = VARIABLES[name][0]
     raise ValueError(f'{name}={os.environ[name]!r} is {problem}; unset it for the default'
                      + ('' if default is None else f', {default}')) from None
+
+
+def weight(given: float | None) -> float:
+    """A session's share of the workers: `given`, else GT_WEIGHT, else 1."""
+    chosen = number('GT_WEIGHT') if given is None else float(given)
+    if not 0 < chosen < 1e6:
+        raise ValueError(f'a session weight must be positive, got {chosen}')
+    return chosen
