@@ -15,6 +15,7 @@ formatted and written by a background thread, and the monitor socket (ZeroMQ XPU
 drops what a slow subscriber cannot take, so neither ever slows the dispatcher's loop.
 """
 
+import contextlib
 import json
 import os
 import queue
@@ -24,6 +25,7 @@ import time
 from typing import Any
 
 import msgpack
+import psutil
 import zmq
 
 LINE = re.compile(r'^\[TAPE (?P<seconds>\d+\.\d+)s\] (?P<kind>\S+)\s*\| (?P<peer>.*?)\s*\| '
@@ -157,15 +159,24 @@ def register_dispatcher(endpoints: list[str], monitor_port: int,
 
 
 def running_dispatchers() -> list[dict]:
-    """Dispatchers on this host whose process is alive, newest first."""
+    """Dispatchers on this host whose process is alive, newest first. The notes of dead
+    ones (killed, so they could not remove them) are removed: a process started after
+    its note was written has only reused the number."""
     found = []
     folder = registry_dir()
     for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        path = os.path.join(folder, name)
         try:
-            with open(os.path.join(folder, name)) as file:
+            with open(path) as file:
                 note = json.load(file)
-            os.kill(note['pid'], 0)
-        except (OSError, ValueError, KeyError):
-            continue
-        found.append(note)
+            alive = psutil.Process(note['pid']).create_time() <= note['started'] + 1.0
+        except psutil.NoSuchProcess:
+            alive = False
+        except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+            continue  # being written, or not ours to judge
+        if alive:
+            found.append(note)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
     return sorted(found, key=lambda note: note['started'], reverse=True)

@@ -144,3 +144,27 @@ def test_stats_count_this_sessions_work(cluster):
     assert session['ops'] >= 11 and session['programs'] >= 5
     assert sum(session['worker_seconds'].values()) > 0
     assert sum(session['bytes'].values()) == 100 * 100 * 4
+
+
+def test_notes_of_dead_dispatchers_are_removed_when_found(tmp_path, monkeypatch):
+    """`top` and `trace` find dispatchers by their notes; a killed one's note stayed
+    forever (118 piled up in a day), and a reused process number passed for it."""
+    import json
+    import os
+
+    from gt.runtime.events import registry_dir, running_dispatchers
+
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
+    folder = registry_dir()
+    os.makedirs(folder)
+    dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+    dead.wait()
+    now = time.time()
+    notes = {'dead': {'pid': dead.pid, 'started': now}, 'live': {'pid': os.getpid(),
+                                                                 'started': now},
+             'reused': {'pid': os.getpid(), 'started': now - 3600}}  # before we began
+    for name, note in notes.items():
+        with open(os.path.join(folder, f'{name}.json'), 'w') as file:
+            json.dump({**note, 'endpoints': [], 'monitor_port': 1}, file)
+    assert [note['pid'] for note in running_dispatchers()] == [os.getpid()]
+    assert sorted(os.listdir(folder)) == ['live.json']
