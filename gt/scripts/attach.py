@@ -17,6 +17,9 @@ from gt.runtime.transport import dealer, receive, send
 from gt.server import LOOPBACK
 
 ASK_SECONDS = 3.0
+# No statistics (published every half second to any subscriber) for this long from a
+# dispatcher whose process cannot be seen: it went away.
+GONE_SECONDS = 6.0
 
 
 def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Keys | None]:

@@ -26,14 +26,13 @@ from rich.text import Text
 
 from gt.runtime.curve import Keys
 from gt.runtime.events import running_dispatchers
-from gt.scripts.attach import monitor_endpoint, subscribe
+from gt.scripts.attach import GONE_SECONDS, monitor_endpoint, subscribe
 from gt.scripts.top_model import Model, WorkerView, human_bytes
 
 COLOURS = ('bright_blue', 'green', 'yellow', 'magenta', 'cyan', 'red', 'bright_white')
 OTHER_COLOUR = 'grey50'
 BAR_WIDTH = 36
 QUIET_SECONDS = 3.0  # no stats for this long: is the dispatcher still there?
-GONE_SECONDS = 6.0  # no stats for this long from one whose process we cannot see: gone
 
 
 def percent(share: float | None) -> str:

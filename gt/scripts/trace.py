@@ -10,24 +10,34 @@ import msgpack
 
 from gt.runtime import curve
 from gt.runtime.events import format_line
-from gt.scripts.attach import monitor_endpoint, subscribe
+from gt.scripts.attach import GONE_SECONDS, monitor_endpoint, subscribe
 
 
 def capture(endpoint: str, seconds: float, max_events: int | None,
-            keys: curve.Keys | None = None) -> list:
-    socket = subscribe(endpoint, b'event', keys=keys)
+            keys: curve.Keys | None = None) -> tuple[list, bool]:
+    """The events heard within `seconds` (at most `max_events`), and whether the
+    dispatcher went away meanwhile: its statistics, published every half second to any
+    subscriber, are the heartbeat (a trace waited out its seconds after the end)."""
+    socket = subscribe(endpoint, b'event', b'stats', keys=keys)
     events: list = []
     deadline = time.monotonic() + seconds
+    last_heard = time.monotonic()
     try:
         while max_events is None or len(events) < max_events:
             left = deadline - time.monotonic()
-            if left <= 0 or not socket.poll(int(left * 1000)):
-                break
-            _, payload = socket.recv_multipart()
-            events.append(msgpack.unpackb(payload, raw=False))
+            if left <= 0:
+                return events, False
+            if not socket.poll(int(min(left, 0.5) * 1000)):
+                if time.monotonic() - last_heard > GONE_SECONDS:
+                    return events, True
+                continue
+            topic, payload = socket.recv_multipart()
+            last_heard = time.monotonic()
+            if topic == b'event':
+                events.append(msgpack.unpackb(payload, raw=False))
     finally:
         socket.close(0)
-    return events
+    return events, False
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -41,7 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--dir', default='.', help='where to write the trace (default: here)')
     args = parser.parse_args(argv)
     endpoint, keys = monitor_endpoint(args.host, args.port)
-    events = capture(endpoint, args.seconds, args.max_events, keys)
+    events, gone = capture(endpoint, args.seconds, args.max_events, keys)
+    if gone:
+        print(f'the dispatcher at {endpoint} went away: writing what was heard')
     os.makedirs(args.dir, exist_ok=True)
     path = os.path.join(args.dir, f'trace_{time.strftime("%Y%m%d_%H%M%S")}.log')
     with open(path, 'w') as file:

@@ -126,6 +126,30 @@ def test_server_log_flag_and_trace_capture(tmp_path):
     assert {'CONNECT', 'RECV', 'WORKER_SEND', 'SEND'} <= kinds
 
 
+@pytest.mark.time_limit(60)
+def test_trace_stops_when_its_dispatcher_goes_away(tmp_path):
+    """It waited out its seconds (40 here) after the end, where top says so at once."""
+    from gt_test_support import free_port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, '-m', 'gt.server', '-p', str(port)])
+    try:
+        time.sleep(2)
+        started = time.monotonic()
+        trace = subprocess.Popen([sys.executable, '-m', 'gt.scripts.trace', '-s', '40',
+                                  '--port', str(port), '--dir', str(tmp_path)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        server.kill()
+        out, err = trace.communicate(timeout=30)
+    finally:
+        server.kill()
+        server.wait(10)
+    assert trace.returncode == 0, err
+    assert 'went away' in out and '0 events' in out, out
+    assert time.monotonic() - started < 20
+
+
 def test_trace_without_a_dispatcher_says_so(tmp_path):
     from gt_test_support import free_port
 
