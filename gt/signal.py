@@ -30,6 +30,7 @@ _open_anywhere_lock = threading.Lock()
 _warned: set[str] = set()  # signals without a config already named under GT_VERBOSE
 _entered: set[str] = set()  # signals entered in this process: their configs are checked
 _warned_absent: set[str] = set()  # signals already said to name absent workers
+_warned_unsplit: set[str] = set()  # signals already said to have made a tensor whole
 _GT_FILES = (os.path.dirname(os.path.abspath(__file__)), contextlib.__file__)
 
 
@@ -126,6 +127,27 @@ def warn_of_absent_workers(live: list[int]) -> None:
                 'Workers are numbered as they join, and a restarted worker gets a new '
                 'number: gt.debug.print_worker_stats() lists them',
                 stacklevel=_user_stacklevel())
+
+
+def check_created(name: str, shape: tuple[int, ...], live: list[int]) -> None:
+    """Under GT_VERBOSE, once per signal: a tensor made under it that its axis cannot
+    split (no such axis, or fewer entries than workers) is copied whole to its workers.
+    Numbers (0-d) are left out: they are never split."""
+    if not shape or name in _warned_unsplit or not environment.switch('GT_VERBOSE'):
+        return
+    found = config.get_config(name)
+    if found is None or found.shard is None:
+        return
+    axis = found.shard.axis
+    workers = [w for w in found.shard.workers or live if w in live]
+    if axis < len(shape) and shape[axis] >= len(workers):
+        return
+    _warned_unsplit.add(name)
+    why = (f'has no axis {axis}' if axis >= len(shape) else
+           f'has {shape[axis]} entries on axis {axis} for {len(workers)} workers')
+    print(f'gt: signal {name!r} shards on axis {axis}, but a tensor of shape {list(shape)} '
+          f"made under it {why}: it is copied whole to each of the signal's workers",
+          file=sys.stderr)
 
 
 def _user_stacklevel() -> int:

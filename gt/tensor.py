@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from gt import autograd, views
+from gt import autograd, signal, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
@@ -354,7 +354,12 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
         types = _infer(op, input_types, attrs)
         if key is not None:
             _remember(key, types)
-    client = inputs[0]._client if inputs else connection.current()
+    if inputs:
+        client = inputs[0]._client
+    else:  # a tensor made here: placed by the signal open, if any
+        client, scope = connection.current(), current_scope()
+        if scope is not None:
+            signal.check_created(scope, types[0].shape, [w['index'] for w in client.workers])
     for tensor in inputs:
         if tensor._client is not client:
             _refuse_mixed_sessions(client, tensor._client)

@@ -475,6 +475,11 @@ def connect(address: str, token: str | None = None, weight: float | None = None,
     return _client
 
 
+def connected() -> Client | None:
+    """This process's connection, if it has one (none is started)."""
+    return _client if _client is not None and _client.pid == ownership.process_id() else None
+
+
 def set_auto_workers(count: int) -> None:
     global _auto_workers
     if _client is not None:

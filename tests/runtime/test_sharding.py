@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from gt_test_support import connected, placements_of
+from gt_test_support import connected, placements_of, run_script
 
 import gt
 from gt import ShardConfig, SignalConfig
@@ -136,6 +136,24 @@ def test_a_batch_brought_into_a_signal_is_split_and_the_weights_arrive_whole(clu
     transfers = [line for line in ir.splitlines() if '= transfer(' in line]
     assert any('f32[64,12]<S0@w0,w1>' in line for line in transfers), ir  # the batch, split
     assert any('f32[3,12]<R@w0,w1>' in line for line in transfers), ir  # the weight, whole
+
+
+def test_gt_verbose_says_when_a_signal_cannot_split_what_is_made_under_it():
+    result = run_script("""
+        import gt
+        from gt import ShardConfig, SignalConfig
+        gt.register_config('deep', SignalConfig(shard=ShardConfig(axis=5, workers=[0, 1])))
+        with gt.signal.context('deep'):
+            x = gt.randn(8, 4) + gt.randn(8, 4)  # said once
+            scale = gt.tensor(2.0)  # a number: never split, not said
+        print(x.shape == (8, 4), scale.item())
+    """, env={'GT_VERBOSE': '1', 'GT_WORKERS': '2'})
+    assert result.returncode == 0, result.explain()
+    assert result.stdout.strip() == 'True 2.0'
+    said = [line for line in result.stderr.splitlines() if 'cannot' in line or 'axis 5' in line]
+    assert said == ["gt: signal 'deep' shards on axis 5, but a tensor of shape [8, 4] made "
+                    "under it has no axis 5: it is copied whole to each of the signal's "
+                    "workers"], result.stderr
 
 
 @pytest.mark.time_limit(90)
