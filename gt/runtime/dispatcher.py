@@ -409,15 +409,6 @@ class Dispatcher(WorkerLinks):
             return
         answer()
 
-    def _stats(self, identity: bytes, message: StatsRequest) -> None:
-        live = self._live_workers()
-        request = self._open_request(identity, message.request, {w.index for w in live},
-                                     is_stats=True)
-        for worker in live:
-            self._send(worker.identity, StatsRequest(request))
-        if not live:
-            self._finish(request)
-
     # ---- workers -------------------------------------------------------------------------
     def _admitted(self, identity: bytes, token: object, who: str) -> bool:
         """Whether a Hello, Register or StatsRequest carries the server's token; a refusal

@@ -7,7 +7,7 @@ started, a kind (`RECV` from a client, `WORKER_SEND`, `WORKER_RECV`, `SEND` to a
 the message kind, and `key=value` details. The log has one line per event, in the
 seeds' format:
 
-    [TAPE 0.003s] RECV         | host:59712      | Submit    | ops=12 fetch=1 base=40
+    [TAPE 0.003s] RECV         | host:59712      | Submit     | ops=12 fetch=1 base=40
 
 Nothing is recorded unless a log is open (`GT_INSTRUCTION_LOG`, `--log`) or a
 subscriber asks for events (`trace`; `top` asks only for statistics); lines are
@@ -37,7 +37,7 @@ CLOSE_SECONDS = 5.0  # the longest a closing dispatcher waits for its log to be 
 
 def format_line(seconds: float, kind: str, peer: str, message: str, fields: dict) -> str:
     details = ' '.join(f'{key}={_plain(value)}' for key, value in fields.items())
-    return f'[TAPE {seconds:.3f}s] {kind:<12} | {peer:<15} | {message:<9} | {details}'
+    return f'[TAPE {seconds:.3f}s] {kind:<12} | {peer:<15} | {message:<10} | {details}'
 
 
 def _plain(value: Any) -> str:

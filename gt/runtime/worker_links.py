@@ -24,6 +24,7 @@ from gt.runtime.protocol import (
     RunProgram,
     SessionEnded,
     Stats,
+    StatsRequest,
     Submit,
 )
 from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
@@ -189,6 +190,19 @@ class WorkerLinks:
         if isinstance(message.activity, dict):
             self.monitor.note_activity(handle, message.activity)
 
+    def _stats(self, identity: bytes, message: StatsRequest) -> None:
+        """Ask every live worker for its statistics; the reply gathers them."""
+        live = self._live_workers()
+        request = self._open_request(identity, message.request, {w.index for w in live},
+                                     is_stats=True)
+        for worker in live:
+            self._send(worker.identity, StatsRequest(request))
+            if self.monitor.on and identity in self.sessions:
+                self.monitor.emit('WORKER_SEND', worker.label, 'Stats', worker=worker.index,
+                                  request=request)
+        if not live:
+            self._finish(request)
+
     def worker_reply(self, identity: bytes, message: Fetched | Stats, frames: list) -> None:
         handle, lane = self._lane_of(identity)
         pending = self.pending.get(message.request) if isinstance(message.request, int) else None
@@ -199,7 +213,8 @@ class WorkerLinks:
             self._program_done(handle, lane, owner, message.seconds)  # it ends a RunProgram
         if pending is None or handle.index not in pending.workers:
             return
-        if self.monitor.on:
+        # A monitor's statistics (top, trace: no session) stay out of what it watches.
+        if self.monitor.on and (isinstance(message, Fetched) or pending.identity in self.sessions):
             errors = len(message.errors) if isinstance(message, Fetched) else 0
             self.monitor.emit('WORKER_RECV', handle.label, type(message).__name__,
                              worker=handle.index, request=message.request,

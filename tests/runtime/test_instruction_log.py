@@ -122,8 +122,11 @@ def test_server_log_flag_and_trace_capture(tmp_path):
         for process in (worker, server):
             process.terminate()
             process.wait(10)
-    kinds = {parse_line(line)[1] for line in log.read_text().splitlines()}
-    assert {'CONNECT', 'RECV', 'WORKER_SEND', 'SEND'} <= kinds
+    events = [parse_line(line) for line in log.read_text().splitlines()]
+    assert {'CONNECT', 'RECV', 'WORKER_SEND', 'SEND'} <= {event[1] for event in events}
+    # trace asked for the statistics (--port): the log it watches does not show that
+    assert 'Stats' not in {event[3] for event in events}
+    assert all(len(line.split('|')[2]) == 12 for line in log.read_text().splitlines())
 
 
 @pytest.mark.time_limit(60)
