@@ -289,7 +289,7 @@ class Client:
             # attrs per op) lived on for 256 fragments, and the garbage collector scanned
             # them again and again (a collection of the oldest generation took 80 ms).
             self.reports.sent(pending.base, pending.locations,
-                              [record[0] for record in pending.records])
+                              [record[0] for record in pending.records], pending.outputs)
         diagnostics.debug('client', lambda: (
             f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
             f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
@@ -320,7 +320,7 @@ class Client:
             f'fetched {len(value_ids)} value(s) in '
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
         self.reports.raise_errors(reply.errors, any(header is None for header in reply.tensors),
-                                  self.pending.base)
+                                  self.pending.base, value_ids)
         frames = iter(frames)
         return [assemble(header, frames) for header in reply.tensors]
 

@@ -26,8 +26,27 @@ class Reports:
         self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.lost: deque = deque(maxlen=ORIGINS_KEPT)  # (first id, end id, error class, why)
 
-    def sent(self, base: int, locations: list, ops: list) -> None:
-        self.origins.append((base, locations, ops))
+    def sent(self, base: int, locations: list, ops: list, outputs: dict) -> None:
+        """A fragment left: its ops' names and locations, and the records that made more
+        than one value (`outputs`: record -> count), to find a value's op."""
+        self.origins.append((base, locations, ops, dict(outputs)))
+
+    def made_at(self, value_id: int) -> str:
+        """Where the op that made `value_id` was recorded, if that is still known."""
+        for base, locations, ops, outputs in reversed(self.origins):
+            if value_id < base:
+                continue
+            local, position = value_id - base, value_id - base
+            if outputs:
+                position = 0
+                while position < len(ops) and local >= outputs.get(position, 1):
+                    local -= outputs.get(position, 1)
+                    position += 1
+            if position < len(ops):
+                where = describe(locations[position])
+                return f'{where} ({ops[position]})' if where else ''
+            return ''
+        return ''
 
     def lose(self, first: int, end: int, kind: type, why: str) -> None:
         """Ids from `first` to `end` (exclusive) were never made, for `why`."""
@@ -40,13 +59,15 @@ class Reports:
             if first <= value_id < end:
                 raise kind(f'this tensor was never computed: {why}')
 
-    def raise_errors(self, errors: list, value_failed: bool, next_base: int) -> None:
+    def raise_errors(self, errors: list, value_failed: bool, next_base: int,
+                     fetched: list = ()) -> None:
         """Raise the first failure not raised before. An op that ran on several workers
         fails on each, and each worker hands its report to the next fetch that involves
         it: the user hears of the op once, not again at an unrelated later fetch. A fetch
         of a value that failed (`value_failed`) always raises, naming the op again. Every
         refused fragment among them is remembered (`next_base`: where the last one sent
-        ends), though only the first failure is raised."""
+        ends), though only the first failure is raised. A failure of no op (a worker
+        lost) names where the first of the `fetched` values was made."""
         fresh = []
         for error in errors:
             key = (error[0], error[1])
@@ -66,16 +87,20 @@ class Reports:
             return
         base, location, op, message = errors[0]
         where = self.where(base, location)
+        made = next(filter(None, map(self.made_at, fetched)), '') if base is None else ''
+        if made:
+            where = f'\n  while fetching the tensor made at {made}'
+
         found = self._origin(base) if op == 'submit' and base is not None else None
         if found is not None:
-            _, (_, locations, _) = found
+            _, (_, locations, _, _) = found
             where = (f'\n  the work refused was {span(locations)}: the tensors it made were '
                      'never computed')
         more = f' (and {len(errors) - 1} more)' if len(errors) > 1 else ''
         raise _kind(message)(f'{op} failed: {message}{where}{more}')
 
     def where(self, base: int | None, location: int | None) -> str:
-        for origin_base, locations, ops in self.origins:
+        for origin_base, locations, ops, _ in self.origins:
             if origin_base == base and location is not None and location < len(locations):
                 where = describe(locations[location])
                 return f'\n  recorded at {where} ({ops[location]})' if where else ''
@@ -112,7 +137,7 @@ class Reports:
         found = self._origin(base)
         if found is None:
             return
-        position, (_, locations, _) = found
+        position, (_, locations, _, _) = found
         end = self.origins[position + 1][0] if position + 1 < len(self.origins) else next_base
         self.lose(base, end, _kind(message),
                   f'the server refused the work that made it ({span(locations)}): {message}')

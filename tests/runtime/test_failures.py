@@ -144,9 +144,12 @@ def test_worker_lost_while_a_fetch_waits(start_cluster):
         os.kill(private.workers[0].pid, signal.SIGSTOP)
         threading.Timer(1.0, private.workers[0].kill).start()
         started = time.monotonic()
-        with pytest.raises(Exception, match='lost'):
+        with pytest.raises(gt.WorkerError, match='lost') as lost:
             (x + 1).sum().item()
         assert time.monotonic() - started < 30
+    # It names the line whose tensor was being fetched, as an op's failure does.
+    assert f'while fetching the tensor made at {__file__}:' in str(lost.value), lost.value
+    assert '(sum)' in str(lost.value), lost.value
 
 
 # ---- a lost dispatcher ----------------------------------------------------------------------
