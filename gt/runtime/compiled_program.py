@@ -70,6 +70,13 @@ class CompiledProgram:
             return layout.driver, layout.compiled
         return None, False
 
+    def may_compile(self) -> bool:
+        """False once nothing of it can run compiled: no region to compile, or every
+        layout's compile has ended and none compiled (it runs eagerly for good, and its
+        thread count is chosen as an eager program's)."""
+        return bool(self.eager_regions) and (not self.layouts or any(
+            layout.driver is None or layout.compiled for layout in self.layouts.values()))
+
     def _probe(self, layout: '_Layout') -> Callable:
         """Run eagerly, noting each region's input layouts; then submit the regions."""
         examples: dict[int, tuple] = {}

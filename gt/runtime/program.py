@@ -90,6 +90,12 @@ class Program:
             self.compiled = CompiledProgram(self.steps, list(range(self.n_inputs)),
                                             self.result_slots, compile_spec, compiler, HOT_RUNS)
 
+    @property
+    def compiles(self) -> bool:
+        """Whether it is to run compiled, now or once ready (gt.runtime.thread_tuning
+        treats the rest, failed compiles included, as eager)."""
+        return self.compiled is not None and self.compiled.may_compile()
+
     def run(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
         """Return the kept values (in `keep` order) and the reports of ops that failed.
 

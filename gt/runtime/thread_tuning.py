@@ -185,7 +185,7 @@ class WorkerThreads:
         """Whether `program`'s next run is its check (see the module's docstring): a hot
         eager program, pure and not checked yet, in the 'checked' scope."""
         return (self.scope == 'checked' and program.generated is not None
-                and program.compiled is None and program.same_bits_on_one is None
+                and not program.compiles and program.same_bits_on_one is None
                 and not program.moves and not program.draws and not helper_building)
 
     def check(self, program: Any, run: Any) -> tuple:
@@ -212,7 +212,7 @@ class WorkerThreads:
             # Checked on one thread and the full count only: counts between may split a
             # sum where neither does.
             program.threads = ProgramThreads(self.full, self.cores, None if (
-                self.scope == 'all' or program.compiled is not None) else [self.full, 1])
+                self.scope == 'all' or program.compiles) else [self.full, 1])
         if helper_building or not tuned:
             self._use(max(1, self.full - 1) if helper_building else self.full)
             if program.threads is not None:

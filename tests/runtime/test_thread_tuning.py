@@ -193,6 +193,22 @@ def test_by_default_compiled_programs_are_tuned(start_cluster, tmp_path, monkeyp
             assert run_for(x, data.tanh().sum(), 1.5)['programs_tuned'] == 0
 
 
+def test_a_program_whose_compile_failed_is_tuned_as_an_eager_one(start_cluster, tmp_path,
+                                                                 monkeypatch):
+    """It runs eagerly for good, so it is checked and tuned as eager programs are; it
+    was left untuned (on both threads here, where its tanh is slow)."""
+    monkeypatch.setenv('GT_AUTO_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'cudagraphs')  # refused on a CPU worker
+    cluster = slow_cluster(start_cluster, tmp_path, 2, {})
+    data = torch.randn(64, 64)
+    with connected(cluster.address):
+        x = gt.tensor(data)
+        run_until(x, data.tanh().sum(), lambda stats: stats['compile_failures'])
+        stats = run_until(x, data.tanh().sum(), lambda stats: stats['programs_tuned'])
+        assert stats['compiled_runs'] == 0 and stats['eager_programs_checked'] == 1, stats
+        assert stats['programs_on_fewer_threads'] == 1, cluster.logs()
+
+
 @pytest.mark.parametrize('setting', [None, 'compiled'], ids=['default', 'compiled'])
 def test_an_eager_program_is_tuned_only_once_one_thread_gives_its_bits(start_cluster, tmp_path,
                                                                        setting, capsys):
