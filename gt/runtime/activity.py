@@ -3,7 +3,9 @@
 The worker's loop adds each program's run (its time, split over the program's ops by
 their counts: timing every op would cost more than the ops); the heartbeat thread takes
 the report and starts a new one. Program start and end times are kept only while the
-dispatcher asks for them (an instruction log is open or a monitor listens).
+dispatcher asks for them (an instruction log is open or a monitor listens); then a
+program's start is also sent as it starts (`running`), so a program that never ends
+shows in the log as started.
 """
 
 import os
@@ -38,10 +40,8 @@ class Activity:
             else:
                 entry[2] += seconds
         if keep_event and len(self.events) < PROGRAM_EVENTS_KEPT:
-            kinds = ','.join(f'{op}:{count}' for op, count in
-                             sorted(op_counts.items(), key=lambda item: -item[1])[:3])
             self.events.append([start, start + seconds, session, program_id, n_ops,
-                                kinds or '-', compiled, express])
+                                kinds_of(op_counts), compiled, express])
 
     def report(self, extra: dict) -> dict:
         ops: Counter = Counter()  # op name -> seconds
@@ -51,6 +51,12 @@ class Activity:
         return {'busy': self.busy, 'programs': self.programs, 'ops': dict(ops),
                 'events': self.events, 'time': time.time(),
                 **extra}
+
+
+def kinds_of(op_counts: dict) -> str:
+    """A program's commonest ops, for the log: `matmul:2,add:4`."""
+    return ','.join(f'{op}:{count}' for op, count in
+                    sorted(op_counts.items(), key=lambda item: -item[1])[:3]) or '-'
 
 
 def memory_held(engine_name: str) -> int:

@@ -60,7 +60,16 @@ class Monitor:
     def note_activity(self, handle: WorkerHandle, activity: dict) -> None:
         """A worker's report since its last beat, and its programs' start and end times for
         the log. A report sent before a fetch's reply has no memory figure: the previous
-        one stands."""
+        one stands. A program's start comes as it starts (`running`: a program that hangs
+        shows as started), its end with the next report."""
+        running = activity.get('running')
+        if running is not None:
+            start, number, program, ops, kinds, express = running
+            if self.events.on:
+                self.emit('WORKER_START', handle.label, 'Program', wall=start, session=number,
+                          worker=handle.index, program=program, ops=ops, kinds=kinds,
+                          **({'lane': 'express'} if express else {}))
+            return
         if 'memory' not in activity and 'memory' in handle.activity:
             activity = {**activity, 'memory': handle.activity['memory']}
         handle.activity = activity
@@ -69,8 +78,6 @@ class Monitor:
         for start, end, number, program, ops, kinds, compiled, express in (
                 activity.get('events') or []):
             lane = {'lane': 'express'} if express else {}
-            self.emit('WORKER_START', handle.label, 'Program', wall=start, session=number,
-                      worker=handle.index, program=program, ops=ops, kinds=kinds, **lane)
             self.emit('WORKER_END', handle.label, 'Program', wall=end, session=number,
                       worker=handle.index, program=program, ops=ops, kinds=kinds,
                       seconds=end - start, compiled=compiled, **lane)

@@ -17,7 +17,7 @@ import msgpack
 import zmq
 
 from gt.runtime import diagnostics, shared_memory
-from gt.runtime.activity import Activity, memory_held
+from gt.runtime.activity import Activity, kinds_of, memory_held
 from gt.runtime.compiler import Compiler
 from gt.runtime.curve import HandshakeWatch, Keys
 from gt.runtime.engines import make_engine
@@ -284,6 +284,10 @@ class Worker:
         timed = not checks and lane.compiler is not None and self.threads.before_run(
             program, building)
         started, start = time.time(), time.perf_counter()
+        if self.report_programs:  # the log shows it started, even if it never ends
+            send(lane.socket, Heartbeat(self.identity, {'running': [
+                started, message.session, message.program_id, len(program.steps),
+                kinds_of(program.op_counts), lane is not self.main]}))
         if checks:
             kept, errors = self.threads.check(
                 program, lambda: program.run(inputs, context, message.base))

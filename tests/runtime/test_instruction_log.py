@@ -89,6 +89,36 @@ def test_the_auto_started_server_writes_one_whole_log_per_run(tmp_path):
 
 
 @pytest.mark.time_limit(90)
+def test_a_running_program_shows_as_started_before_it_ends(tmp_path):
+    """The seeds' use of the log: "see the last operation before timeout". A program's
+    start reached the log only with its end, so one that hung never showed."""
+    log = tmp_path / 'running.log'
+    script = start_script("""
+        import gt
+        x = gt.randn(800, 800)
+        for _ in range(60):  # one program of a second or more
+            x = (x @ x).tanh()
+        print(x.sum().item() > 0)
+    """, env={'GT_INSTRUCTION_LOG': str(log)})
+    deadline = time.monotonic() + 60
+    seen = None
+    while seen is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        events = [parse_line(line) for line in (log.read_text() if log.exists() else '')
+                  .splitlines()]
+        starts = [e for e in events if e and e[1] == 'WORKER_START'
+                  and int(e[4]['ops']) >= 120]
+        if starts:
+            seen = [e for e in events if e and e[1] == 'WORKER_END'
+                    and e[4]['program'] == starts[0][4]['program']]
+    result = finish_script(script, timeout=60)
+    assert result.returncode == 0, result.explain()
+    assert seen == [], 'the long program was not seen running'
+    kinds = [parse_line(line)[1] for line in log.read_text().splitlines()]
+    assert kinds.count('WORKER_START') == kinds.count('WORKER_END')
+
+
+@pytest.mark.time_limit(90)
 def test_server_log_flag_and_trace_capture(tmp_path):
     from gt_test_support import free_port
 
