@@ -14,7 +14,7 @@ from collections import deque
 import msgpack
 
 from gt.runtime.locations import describe
-from gt.runtime.session_errors import OUT_OF_MEMORY, OutOfMemoryError, WorkerError
+from gt.runtime.session_errors import BY_KIND, OUT_OF_MEMORY, OutOfMemoryError, WorkerError
 
 FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
@@ -144,7 +144,9 @@ class Reports:
 
 
 def _kind(message: object) -> type:
-    return OutOfMemoryError if any(m in str(message) for m in OUT_OF_MEMORY) else WorkerError
+    if any(m in str(message) for m in OUT_OF_MEMORY):
+        return OutOfMemoryError
+    return BY_KIND.get(str(message).partition(':')[0], WorkerError)
 
 
 def first_unsendable(records: list) -> int | None:

@@ -10,6 +10,23 @@ class OutOfMemoryError(WorkerError):
     what an op needed; the session and the workers go on."""
 
 
+class WorkerIndexError(WorkerError, IndexError):
+    """An op failed on a worker with torch's IndexError (an embedding index out of range):
+    a ported `except IndexError` still catches it."""
+
+
+class WorkerValueError(WorkerError, ValueError):
+    """An op failed on a worker with a ValueError."""
+
+
+class WorkerTypeError(WorkerError, TypeError):
+    """An op failed on a worker with a TypeError."""
+
+
+# The worker reports `ExceptionName: message`; these keep their kind at the user's line.
+BY_KIND = {'IndexError': WorkerIndexError, 'ValueError': WorkerValueError,
+           'TypeError': WorkerTypeError}
+
 OUT_OF_MEMORY = ('OutOfMemory', 'out of memory', "can't allocate memory", 'MemoryError',
                  'not enough memory')
 

@@ -214,6 +214,19 @@ def test_worker_error_names_the_op_and_the_users_line(client):
     assert survivor.tolist() == [1.0, 2.0]
 
 
+def test_a_worker_error_keeps_torchs_kind_where_a_script_catches_it(client):
+    """torch raises IndexError for an embedding index out of range; a ported `except
+    IndexError` must still catch it (it is a gt.WorkerError too, naming the line)."""
+    embedding = gt.nn.Embedding(3, 2)
+    with pytest.raises(IndexError, match='index out of range') as raised:
+        embedding(gt.tensor([5])).sum().item()
+    assert isinstance(raised.value, gt.WorkerError) and 'embedding' in str(raised.value)
+    with pytest.raises(gt.WorkerError) as raised:  # torch's RuntimeError stays just that
+        (gt.tensor([1]) // gt.tensor([0])).tolist()
+    assert not isinstance(raised.value, (IndexError, ValueError, TypeError))
+    assert embedding(gt.tensor([2])).shape == (1, 2)
+
+
 # ---- garbage on the wire --------------------------------------------------------------------
 def receive_within(socket, kind: type, seconds: float = 10.0):
     deadline = time.monotonic() + seconds
