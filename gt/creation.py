@@ -172,6 +172,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False,
         source = source.to(wanted)
     if source.dtype == torch.bfloat16:  # numpy has no bfloat16: send the raw 16-bit words
         return _from_data(source.view(torch.uint16).numpy(), 'bfloat16', requires_grad)
+    if source.dtype not in DTYPE_NAMES:
+        raise TypeError(f'gt.tensor: the data has dtype {source.dtype}, which GT has not '
+                        f'(GT has {", ".join(DTYPE_NAMES.values())})')
     return _from_data(source.numpy(), DTYPE_NAMES[source.dtype], requires_grad)
 
 

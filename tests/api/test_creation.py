@@ -248,3 +248,10 @@ def test_tensor_of_gt_tensors_takes_their_values_as_torch_tensor_does():
     assert_same(nested, torch.tensor([[1, 2], (3, 4)], dtype=torch.float64))
     with pytest.raises(ValueError, match='only one element tensors'):
         gt.tensor([gt.ones(2), gt.ones(2)])  # torch refuses a list of vectors too
+
+
+@pytest.mark.parametrize('data', [[1 + 2j], torch.tensor([1 + 2j]), np.array([1j])],
+                         ids=['python', 'torch', 'numpy'])
+def test_complex_data_is_refused_naming_the_dtype(data):
+    with pytest.raises(TypeError, match='dtype torch.complex.*which GT has not'):
+        gt.tensor(data)
