@@ -17,7 +17,10 @@ if '--distributed' in sys.argv:  # optionally followed by the server's address
     at = sys.argv.index('--distributed') + 1
     gt.connect(sys.argv[at] if at < len(sys.argv) else 'localhost:12345')
 
-a = gt.randn(1024, 512)  # sharded as (1024 / n, 512) on each of n workers
+# Sharded as (1024 / n, 512) on each of n workers when n divides 1024 (2 or 4, not 3):
+# 524288 elements are over GT_AUTO_SHARD_ELEMENTS (262144), below which splitting costs
+# more than it saves.
+a = gt.randn(1024, 512)
 b_data = np.random.default_rng(0).standard_normal((512, 256)).astype(np.float32)
 b = gt.tensor(b_data)  # stays on one worker (made from numpy), sent to the others
 c = a @ b  # each worker computes its rows: A_shard @ B
