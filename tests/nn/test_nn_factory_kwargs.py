@@ -14,7 +14,7 @@ import gt.nn as nn
 
 # Arguments for each module (the sweep below fails for a module missing here).
 ARGUMENTS = {
-    'BatchNorm1d': (4,), 'BatchNorm2d': (4,), 'BatchNorm3d': (4,),
+    'BatchNorm1d': (4,), 'BatchNorm2d': (4,), 'BatchNorm3d': (4,), 'SyncBatchNorm': (4,),
     'Bilinear': (4, 3, 2), 'Conv1d': (2, 3, 3), 'Conv2d': (2, 3, 3), 'Conv3d': (2, 3, 2),
     'ConvTranspose1d': (2, 3, 3), 'ConvTranspose2d': (2, 3, 3), 'ConvTranspose3d': (2, 3, 2),
     'Embedding': (7, 3), 'EmbeddingBag': (7, 3), 'GroupNorm': (2, 4),
