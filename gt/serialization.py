@@ -18,8 +18,9 @@ FileLike = str | os.PathLike | IO[bytes]
 def save(obj: Any, f: FileLike, **torch_save_args: Any) -> None:
     """Save `obj` (tensors in dicts, lists and tuples, with numbers and strings) as
     `torch.save` would: GT tensors are written as CPU torch tensors, so the file is a
-    torch file. A tensor that appears twice is stored once, and loads as one tensor.
-    Save a module's or an optimizer's `state_dict()`, not the object itself."""
+    torch file. A tensor that appears twice is stored once, and loads as one tensor. A
+    whole module is pickled as torch pickles one (its class by name, its tensors as
+    torch tensors): `load(f, weights_only=False)` gives it back, as torch's does."""
     tensors: dict[int, Tensor] = {}
     _walk(obj, lambda tensor: tensors.setdefault(id(tensor), tensor))
     fetched = {}
@@ -63,25 +64,33 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True,
     return _walk(loaded, upload, kind=torch.Tensor)
 
 
-def _walk(obj: Any, visit: Callable[[Any], Any], kind: type = Tensor) -> Any:
+def _walk(obj: Any, visit: Callable[[Any], Any], kind: type = Tensor,
+          modules: dict | None = None) -> Any:
     """`obj` with each `kind` tensor in it replaced by `visit(tensor)`, containers rebuilt
-    with their own types (an OrderedDict stays one, a namedtuple too)."""
+    with their own types (an OrderedDict stays one, a namedtuple too), and modules too,
+    each once (`modules`: by id, what each became)."""
     from gt.nn.module import Module
 
+    modules = {} if modules is None else modules
     if isinstance(obj, kind):
         return visit(obj)
     if isinstance(obj, Module):
-        raise TypeError(f'gt.save cannot save a whole {type(obj).__name__}: save its '
-                        'state_dict() instead (as torch recommends), and load_state_dict it')
+        if id(obj) not in modules:
+            # A new module of the same class: a saved one must not change the model,
+            # and a loaded one is the file's own.
+            made = modules[id(obj)] = object.__new__(type(obj))
+            object.__setattr__(made, '__dict__', {
+                key: _walk(value, visit, kind, modules) for key, value in vars(obj).items()})
+        return modules[id(obj)]
     if isinstance(obj, dict):
         # A copy keeps the type and what it carries (a defaultdict's factory, the
         # `_metadata` of torch's state dicts).
         rebuilt = copy.copy(obj)
         rebuilt.clear()
-        rebuilt.update((key, _walk(value, visit, kind)) for key, value in obj.items())
+        rebuilt.update((key, _walk(value, visit, kind, modules)) for key, value in obj.items())
         return rebuilt
     if isinstance(obj, tuple) and hasattr(obj, '_fields'):
-        return type(obj)(*(_walk(item, visit, kind) for item in obj))
+        return type(obj)(*(_walk(item, visit, kind, modules) for item in obj))
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_walk(item, visit, kind) for item in obj)
+        return type(obj)(_walk(item, visit, kind, modules) for item in obj)
     return obj

@@ -55,9 +55,44 @@ def test_a_saved_file_is_a_torch_file_and_loads_back(tmp_path, monkeypatch):
     assert loaded['nested'][0] is loaded['nested'][1][0]
 
 
-def test_modules_are_saved_by_their_state_dicts(tmp_path):
-    with pytest.raises(TypeError, match='save its state_dict'):
-        save({'model': nn.Linear(2, 2)}, tmp_path / 'model.pt')
+def add_layers(model, lib):
+    """The same layers in either library: a shared module and a buffer among them."""
+    model.body = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4))
+    model.head = lib.nn.Linear(4, 2)
+    model.shared = model.head
+    model.register_buffer('scale', lib.ones(2) * 2)
+
+
+class TorchNet(torch.nn.Module):  # pickled by name: at the module's top level
+    def __init__(self):
+        super().__init__()
+        add_layers(self, torch)
+
+
+class GtNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        add_layers(self, gt)
+
+
+def test_a_whole_module_saves_and_loads_as_torchs_does(tmp_path):
+    """torch.save(model) pickles the module; loading it (weights_only=False) gives the
+    same model back, sharing what it shared; a change to the copy leaves the original."""
+    theirs, mine = TorchNet(), GtNet()
+    mine.load_state_dict(theirs.state_dict())
+    results = []
+    for lib, model in ((torch, theirs), (gt, mine)):
+        model.body(lib.ones(5, 3) * 2)  # moves the running statistics
+        lib.save({'model': model, 'step': 3}, tmp_path / f'{lib.__name__}.pt')
+        loaded = lib.load(tmp_path / f'{lib.__name__}.pt', weights_only=False)
+        back = loaded['model']
+        assert type(back) is type(model) and back.shared is back.head and loaded['step'] == 3
+        assert isinstance(back.head.weight, lib.nn.Parameter)
+        with lib.no_grad():
+            back.head.weight.fill_(0)
+        results.append([list(back.state_dict()), model.head.weight.abs().sum().item() > 0,
+                        back.body[1].running_mean.tolist(), back.scale.tolist()])
+    assert results[1] == results[0]
 
 
 def setup(name: str, mine: nn.Module | None = None, theirs: torch.nn.Module | None = None):
