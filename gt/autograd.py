@@ -11,7 +11,7 @@ import itertools
 import weakref
 from typing import Any, Callable
 
-from gt import anomaly_mode, backward_replay, signal
+from gt import anomaly_mode, backward_replay, post_accumulate_hooks, signal
 from gt.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401 (torch's place)
 from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them)
     enable_grad,
@@ -328,6 +328,7 @@ def _deliver(leaf: Any, grad: Any, assigned: set, collected: dict, wanted: set |
     grad = _hooked(leaf._hooks, grad)
     if wanted is None:
         _accumulate(leaf, grad, assigned)
+        post_accumulate_hooks.run(leaf)
     elif id(leaf) in wanted:
         _add_to(collected, leaf, grad)
 

@@ -20,6 +20,7 @@ import copy
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
+from gt import post_accumulate_hooks
 from gt.ir import OPS
 from gt.runtime import environment
 from gt.runtime.fragment import NO_ATTRS
@@ -128,7 +129,7 @@ def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:
             elif tensor.grad_fn is not None:
                 inputs.append(number)
             else:
-                if tensor._hooks:
+                if tensor._hooks or post_accumulate_hooks.has_hooks(tensor):
                     return None
                 grad = tensor._grad
                 if first_sight:

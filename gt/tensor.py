@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from gt import autograd, signal, views
+from gt import autograd, post_accumulate_hooks, signal, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
@@ -247,6 +247,9 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
 
     def register_hook(self, hook):
         return autograd.register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        return post_accumulate_hooks.register(self, hook)
 
     def __deepcopy__(self, memo: dict) -> 'Tensor':
         """`copy.deepcopy(model)` (an EMA or target network, a best-so-far snapshot): a

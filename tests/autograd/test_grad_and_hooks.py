@@ -132,3 +132,32 @@ def test_a_retained_grad_is_taken_after_hooks_and_follows_in_place_updates():
         return [hooked.grad, updated.grad, x.grad]
 
     close(grads(gt), grads(torch))
+
+
+def optimizer_in_backward(lib):
+    """Each parameter stepped by its own optimizer as its gradient is accumulated (the
+    post-accumulate hook's use); what the hooks saw and the weights after."""
+    lib.manual_seed(0)
+    model = lib.nn.Linear(3, 2)
+    optimizers = {p: lib.optim.SGD([p], lr=0.1) for p in model.parameters()}
+    seen = []
+
+    def step(parameter):
+        seen.append(tuple(parameter.grad.shape))
+        optimizers[parameter].step()
+        optimizers[parameter].zero_grad()
+
+    handles = [p.register_post_accumulate_grad_hook(step) for p in model.parameters()]
+    for scale in range(1, 4):  # the tape repeats: it must not be replayed past the hooks
+        model(lib.ones(4, 3) * scale).pow(2).sum().backward()
+    handles[0].remove()
+    model(lib.ones(4, 3)).sum().backward()
+    with pytest.raises(RuntimeError, match='non-leaf'):
+        (model.weight * 2).register_post_accumulate_grad_hook(step)
+    return seen, model.weight.tolist(), model.bias.grad is None, model.weight.grad is None
+
+
+def test_post_accumulate_grad_hooks_run_as_torchs():
+    expected, got = optimizer_in_backward(torch), optimizer_in_backward(gt)
+    assert got[0] == expected[0] and got[2:] == expected[2:]
+    torch.testing.assert_close(torch.tensor(got[1]), torch.tensor(expected[1]))
