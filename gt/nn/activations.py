@@ -32,6 +32,22 @@ class LeakyReLU(Module):
         return f'negative_slope={self.negative_slope}{_inplace_suffix(self.inplace)}'
 
 
+class RReLU(Module):
+    """Leaky ReLU with a slope drawn from U(lower, upper) per element in training (on the
+    workers, torch's draws), their mean in evaluation."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f'lower={self.lower}, upper={self.upper}{_inplace_suffix(self.inplace)}'
+
+
 class SiLU(Module):
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()

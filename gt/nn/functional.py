@@ -98,6 +98,25 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
                        input_scale=1.0)
 
 
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU. In training the slopes are torch's draws (its kernel run by
+    name, under no_grad: it draws only for the elements at or below 0, which a draw of
+    GT's own could not repeat), and the gradient is each element's slope, read back
+    from the result; in evaluation it is leaky_relu with the slopes' mean, as in torch."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    with no_grad():
+        drawn = call('torch.nn.functional.rrelu', (input, lower, upper, True, False), {})
+        slope = ((drawn / input).where(input != 0, (lower + upper) / 2)
+                 if input.requires_grad else None)
+    if slope is None:
+        return input.copy_(drawn) if inplace else drawn
+    # the drawn values, bit for bit, with the gradient of input * slope
+    result = drawn + (input - input.detach()) * slope
+    return input.copy_(result) if inplace else result
+
+
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 

@@ -110,3 +110,17 @@ def test_asarray_memory_formats_and_boilerplate_settings():
     gt.set_default_device('cuda')  # GT places tensors itself
     assert not gt.is_autocast_enabled('cpu')
     assert (gt.ones(2) + 1).tolist() == [2.0, 2.0]
+
+
+def test_rrelu_draws_and_differentiates_as_torchs():
+    results = []
+    for lib in (torch, gt):
+        lib.manual_seed(0)
+        module = lib.nn.RReLU(0.1, 0.3)
+        x = lib.randn(16, requires_grad=True)
+        y = module(x)
+        (y * lib.arange(16.0)).sum().backward()
+        module.eval()
+        results.append([repr(module), y.tolist(), x.grad.tolist(),
+                        module(lib.tensor([-1.0, 2.0])).tolist()])
+    assert results[1] == results[0]
