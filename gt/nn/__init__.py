@@ -64,6 +64,7 @@ from gt.nn.layers import (
     Softmax,
     Tanh,
 )
+from gt.nn.lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear
 from gt.nn.loss_modules import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -164,6 +165,7 @@ from gt.nn.upsampling import (
 )
 
 __all__ = [
+    'LazyLinear', 'LazyConv1d', 'LazyConv2d', 'LazyConv3d',
     'Module', 'Parameter', 'Buffer', 'DataParallel', 'Sequential', 'ModuleList', 'Linear',
     'Embedding', 'LayerNorm',
     'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'SyncBatchNorm',

@@ -124,3 +124,37 @@ def test_rrelu_draws_and_differentiates_as_torchs():
         results.append([repr(module), y.tolist(), x.grad.tolist(),
                         module(lib.tensor([-1.0, 2.0])).tolist()])
     assert results[1] == results[0]
+
+
+def lazy_models(lib):
+    """Lazy layers before and after their first call, seeded: reprs, values, keys."""
+    lib.manual_seed(0)
+    linear = lib.nn.LazyLinear(3)
+    conv = lib.nn.LazyConv2d(4, 3, padding=1, bias=False)
+    seen = [repr(linear), repr(conv)]
+    x, images = lib.randn(2, 5), lib.randn(1, 2, 5, 5)
+    y, z = linear(x), conv(images)
+    seen += [repr(linear), repr(conv), type(conv).__name__, y.tolist(), z.sum().item(),
+             list(linear.state_dict()), list(conv.state_dict())]
+    return seen
+
+
+def test_lazy_layers_become_torchs_layers_with_torchs_draws():
+    got, expected = lazy_models(gt), lazy_models(torch)
+    assert got[:5] == expected[:5] and got[7:] == expected[7:]
+    torch.testing.assert_close(torch.tensor(got[5]), torch.tensor(expected[5]))
+    torch.testing.assert_close(got[6], expected[6], rtol=1e-5, atol=1e-5)
+
+
+def test_an_optimizer_made_before_a_lazy_layers_first_call_trains_it():
+    model = gt.nn.Sequential(gt.nn.LazyLinear(1))
+    optimizer = gt.optim.SGD(model.parameters(), lr=0.1)  # torch's would hold placeholders
+    x, y = gt.randn(16, 4), gt.randn(16, 1)
+    losses = []
+    for _ in range(20):
+        loss = (model(x) - y).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert model[0].weight.shape == (1, 4) and losses[-1] < losses[0] * 0.9
