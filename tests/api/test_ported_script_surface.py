@@ -158,3 +158,6 @@ def test_an_optimizer_made_before_a_lazy_layers_first_call_trains_it():
         optimizer.zero_grad()
         losses.append(loss.item())
     assert model[0].weight.shape == (1, 4) and losses[-1] < losses[0] * 0.9
+    wide = gt.nn.LazyLinear(2, dtype=gt.float64, device='cuda')
+    wide(gt.ones(3, 5, dtype=gt.float64))
+    assert wide.weight.dtype == wide.bias.dtype == torch.float64
