@@ -20,7 +20,9 @@ def register(tensor: Any, hook: Callable) -> Any:
     key = id(tensor)
     entry = _hooks.get(key)
     if entry is None or entry[0]() is not tensor:
-        entry = _hooks[key] = (weakref.ref(tensor, lambda _: _hooks.pop(key, None)), [])
+        # The dict itself, not the global: callbacks may run as the interpreter ends.
+        entry = _hooks[key] = (weakref.ref(tensor, lambda _, hooks=_hooks: hooks.pop(key, None)),
+                               [])
     entry[1].append(hook)
     return RemovableHandle(entry[1], hook)
 
