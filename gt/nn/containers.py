@@ -56,8 +56,7 @@ class _Positional(Module):
         return self.extend(modules)
 
     def __add__(self, other: Iterable[Module]) -> '_Positional':
-        return type(self)(*self, *other) if isinstance(self, Sequential) else \
-            type(self)([*self, *other])
+        return type(self)([*self, *other])
 
     def insert(self, index: int, module: Module) -> None:
         if not isinstance(module, Module):
@@ -98,6 +97,9 @@ class Sequential(_Positional):
     def insert(self, index: int, module: Module) -> 'Sequential':
         super().insert(index, module)
         return self
+
+    def __add__(self, other: Iterable[Module]) -> 'Sequential':
+        return Sequential(*self, *other)
 
 
 class ModuleList(_Positional):

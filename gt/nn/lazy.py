@@ -16,6 +16,9 @@ from gt.nn.layers import Linear
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 
+# What the lazy module keeps of its own when it becomes the real one.
+KEPT = ('_parameters', '_buffers', '_modules', '_non_persistent_buffers_set', 'training')
+
 
 class _Lazy(Module):
     cls_to_become: type
@@ -38,7 +41,7 @@ class _Lazy(Module):
                 if parameter is not None:
                     self._parameters[name]._replace(parameter)
         for name, value in vars(made).items():  # its sizes; hooks and mode stay this one's
-            if not name.startswith('_') and name != 'training':
+            if name not in KEPT:
                 self.__dict__[name] = value
         self.__class__ = self.cls_to_become
         return self(input)
