@@ -16,9 +16,7 @@ import time
 
 folder = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix='gt-visualize-')
 os.makedirs(folder, exist_ok=True)
-log = os.path.join(folder, 'ops.log')
-if os.path.exists(log):
-    os.remove(log)  # the server appends
+log = os.path.join(folder, 'ops.log')  # written afresh by the server this script starts
 os.environ['GT_INSTRUCTION_LOG'] = log  # before the first op: the server inherits it
 
 import gt  # noqa: E402

@@ -100,6 +100,7 @@ from gt.runtime.client import set_auto_workers as gpu_workers
 from gt.runtime.session_errors import ClosedSessionError, OutOfMemoryError, WorkerError
 from gt.serialization import load, save
 from gt.tensor import Tensor
+from gt.tensor_device import device
 
 __version__ = _metadata.version('gt')
 bool = _torch.bool
@@ -186,24 +187,23 @@ def sync() -> None:
 
 
 __all__ = [
-    'Tensor', 'tensor', 'as_tensor', 'asarray', 'from_numpy', 'randn', 'rand', 'zeros', 'ones',
-    'full', 'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like', 'full_like',
-    'manual_seed', 'get_rng_state', 'set_rng_state', 'seed', 'initial_seed', 'random',
-    'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad', 'set_grad_enabled',
-    'is_grad_enabled', 'signal',
-    'debug', 'WorkerError', 'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError',
-    'linalg', 'special', 'fft', 'utils',
-    'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp',
-    'log', 'sqrt', 'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax',
-    'argmin', 'nn', 'optim', 'save', 'load', 'config', 'load_config', 'register_config',
-    'SignalConfig', 'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode',
-    'set_num_threads', 'get_num_threads', 'set_float32_matmul_precision',
-    'get_float32_matmul_precision', 'use_deterministic_algorithms',
-    'are_deterministic_algorithms_enabled', 'is_deterministic_algorithms_warn_only_enabled',
-    'set_default_device', 'is_autocast_enabled', 'compile', 'FloatTensor', 'DoubleTensor',
-    'HalfTensor', 'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor',
-    'ByteTensor', 'BoolTensor', 'distributions', 'is_anomaly_enabled',
-    'is_anomaly_check_nan_enabled', 'set_anomaly_enabled',
+    'Tensor', 'device', 'tensor', 'as_tensor', 'asarray', 'from_numpy', 'randn', 'rand',
+    'zeros', 'ones', 'full', 'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like',
+    'full_like', 'manual_seed', 'get_rng_state', 'set_rng_state', 'seed', 'initial_seed',
+    'random', 'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad',
+    'set_grad_enabled', 'is_grad_enabled', 'signal', 'debug', 'WorkerError',
+    'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError', 'linalg', 'special', 'fft',
+    'utils', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt',
+    'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax', 'argmin', 'nn',
+    'optim', 'save', 'load', 'config', 'load_config', 'register_config', 'SignalConfig',
+    'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode', 'set_num_threads',
+    'get_num_threads', 'set_float32_matmul_precision', 'get_float32_matmul_precision',
+    'use_deterministic_algorithms', 'are_deterministic_algorithms_enabled',
+    'is_deterministic_algorithms_warn_only_enabled', 'set_default_device',
+    'is_autocast_enabled', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
+    'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
+    'BoolTensor', 'distributions', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled',
+    'set_anomaly_enabled',
 ]
 
 _torch_function = _namespace('torch', globals())
@@ -217,7 +217,7 @@ def __getattr__(name: str):
     return _torch_function(name)
 
 
-_FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'device', 'finfo', 'iinfo',
+_FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'finfo', 'iinfo',
                          'Generator', 'get_default_dtype', 'promote_types',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',

@@ -10,6 +10,10 @@ branch is not taken), and `x.device` goes back wherever GT takes a device
 that the 'gt' backend has no seeding module.
 """
 
+from typing import Any
+
+import torch
+
 
 class Device(str):
     @property
@@ -25,3 +29,18 @@ class Device(str):
 
 
 GT_DEVICE = Device('gt')
+
+
+class _DeviceKind(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, (torch.device, Device))
+
+
+class device(metaclass=_DeviceKind):
+    """`gt.device`: torch.device, which also takes GT's own ('gt', or `x.device`) and
+    gives it back, as `torch.device(x.device)` gives a torch tensor's device."""
+
+    def __new__(cls, kind: Any, index: int | None = None) -> Any:
+        if isinstance(kind, Device) or kind == 'gt':
+            return GT_DEVICE
+        return torch.device(kind) if index is None else torch.device(kind, index)

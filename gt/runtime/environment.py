@@ -109,6 +109,10 @@ def switch(name: str, default: bool | None = False,
                      'yes/no, on/off), or unset it for the default')
 
 
+# Variables that name one of a few settings, the default first.
+CHOICES = {'GT_THREAD_TUNING': ('checked', 'compiled', 'all', '0')}
+
+
 def check_all() -> None:
     """Refuse any of the variables that is set but malformed or out of range."""
     for name in VARIABLES:
@@ -117,6 +121,10 @@ def check_all() -> None:
         size(name)
     for name in SWITCHES:
         switch(name)
+    for name, allowed in CHOICES.items():
+        if os.environ.get(name, allowed[0]) not in allowed:
+            raise ValueError(f'{name}={os.environ[name]!r} is not one of '
+                             f'{", ".join(allowed)}; unset it for the default, {allowed[0]}')
     log = os.environ.get('GT_INSTRUCTION_LOG')
     if log:
         try:

@@ -42,14 +42,14 @@ from typing import Any
 import psutil
 import torch
 
-from gt.runtime import diagnostics
+from gt.runtime import diagnostics, environment
 
 BLOCK = 3  # runs in a row at one count; the first, after a switch, is not a sample
 SAMPLES = 6  # runs timed per candidate count, at least
 WINDOW_SECONDS = 0.5  # the machine's CPU counters tick every 10 ms: time this long at least
 RETUNE_SECONDS = 60.0  # on the chosen count before timing the candidates again
 NEAR_BEST = 1.05  # fewer threads are kept unless more would cut the cycle by over 5%
-SETTINGS = ('0', 'compiled', 'checked', 'all')
+SETTINGS = environment.CHOICES['GT_THREAD_TUNING']
 
 
 def scope() -> str | None:

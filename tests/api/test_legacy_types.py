@@ -158,6 +158,11 @@ def test_a_tensor_is_on_the_gt_device_and_goes_back_where_torch_takes_a_device()
     assert x.to(x.device) is x and gt.nn.Linear(2, 2).to(x.device).weight.shape == (2, 2)
     assert not x.is_cuda and x.get_device() == -1
     assert x.cuda() is x and x.cuda(0) is x
+    # gt.device is torch.device that takes GT's own too (torch.device('gt') raised)
+    assert gt.device(x.device) == gt.device('gt') == x.device
+    assert gt.device('cuda', 1) == torch.device('cuda:1') and gt.device('cpu').type == 'cpu'
+    assert isinstance(x.device, gt.device) and isinstance(torch.device('cpu'), gt.device)
+    assert gt.zeros(1, device=gt.device('gt')).tolist() == [0.0]
 
 
 def test_cuda_on_a_module_is_the_module():

@@ -43,6 +43,7 @@ def test_a_client_refuses_a_malformed_number_by_name(name, value, problem):
     ('GT_MAX_MESSAGE_BYTES', 'lots', "GT_MAX_MESSAGE_BYTES: not a size: 'lots'"),
     ('GT_INSTRUCTION_LOG', '/nonexistent/dir/ops.log',
      "GT_INSTRUCTION_LOG='/nonexistent/dir/ops.log' cannot be written: No such file"),
+    ('GT_THREAD_TUNING', 'bogus', "GT_THREAD_TUNING='bogus' is not one of checked, compiled"),
 ])
 def test_a_client_refuses_its_auto_started_servers_variables_before_starting_it(
         name, value, problem):
