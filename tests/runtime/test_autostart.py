@@ -217,4 +217,5 @@ def test_a_lost_worker_of_the_auto_started_server_fails_only_its_values():
     assert lines[0] == '524288.0 [1.0, 2.0]', result.explain()
     assert lines[1].startswith('WorkerError: ') and 'worker 1 (' in lines[1], result.explain()
     assert 'was lost' in lines[1], result.explain()
-    assert lines[2] == '[2.0, 4.0] 524288.0', result.explain()
+    assert lines[2] == '  while fetching the tensor made at <string>:9 (sum)', result.explain()
+    assert lines[3] == '[2.0, 4.0] 524288.0', result.explain()
