@@ -104,26 +104,23 @@ def _sources(results: list, start: int) -> list:
     numbered below `start`) at which the walk stops. Each once, in the order met."""
     found: dict[int, Tensor] = {}
     walked: set[int] = set()
-    stack = []
-    for tensor in results:
-        if not tensor.requires_grad:
-            continue
-        if tensor.grad_fn is None or tensor.grad_fn.sequence < start:
-            found.setdefault(id(tensor), tensor)
-        else:
-            stack.append(tensor.grad_fn)
-    while stack:
-        node = stack.pop()
-        if id(node) in walked:
-            continue
-        walked.add(id(node))
-        for tensor in node.inputs:
+    stack: list = []
+
+    def meet(tensors: list) -> None:
+        for tensor in tensors:
             if not tensor.requires_grad:
                 continue
             if tensor.grad_fn is None or tensor.grad_fn.sequence < start:
                 found.setdefault(id(tensor), tensor)
             else:
                 stack.append(tensor.grad_fn)
+
+    meet(results)
+    while stack:
+        node = stack.pop()
+        if id(node) not in walked:
+            walked.add(id(node))
+            meet(node.inputs)
     return list(found.values())
 
 
