@@ -166,12 +166,17 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
         return binary('add', self, other)
 
     def zero_(self) -> 'Tensor':
-        return self._rebind(creation('zeros', self._type.shape, self._type.dtype),
-                            uniform=True)
+        return self._fill(creation('zeros', self._type.shape, self._type.dtype))
 
     def fill_(self, value: float) -> 'Tensor':
-        return self._rebind(creation('full', self._type.shape, self._type.dtype, value=value),
-                            uniform=True)
+        return self._fill(creation('full', self._type.shape, self._type.dtype, value=value))
+
+    def _fill(self, constant: 'Tensor') -> 'Tensor':
+        """Every element takes `constant`'s. A result that requires grad stays one, its
+        history giving the old value a zero gradient, as torch's FillBackward does."""
+        if self.requires_grad and grad_mode.enabled:
+            return self._rebind(apply('copy_into', [self, constant]))
+        return self._rebind(constant, uniform=True)
 
     def copy_(self, source: 'Tensor') -> 'Tensor':
         """The values of `source`, placed where this tensor's were (torch keeps the device)."""

@@ -152,11 +152,15 @@ class MathMethods:
 
     def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
+        if isinstance(dim, bool):  # torch's `x.var(False)`: the flag, over every element
+            dim, unbiased = None, dim
         return core.apply('var', [self], correction=_correction(unbiased, correction),
                           **_dims(dim, keepdim, axis, keepdims))
 
     def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
+        if isinstance(dim, bool):  # torch's `x.std(False)`: the flag, over every element
+            dim, unbiased = None, dim
         return core.apply('std', [self], correction=_correction(unbiased, correction),
                           **_dims(dim, keepdim, axis, keepdims))
 
@@ -242,9 +246,10 @@ def _dims(dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> dict:
     return {'dim': _dim_attr(dim), 'keepdim': bool(keepdim)}
 
 
-def _correction(unbiased: bool, correction: Any) -> int:
+def _correction(unbiased: bool, correction: Any) -> float:
+    """torch's degrees of freedom removed; a fraction (`correction=0.5`) is kept."""
     if correction is not None:
-        return int(correction)
+        return correction.item() if hasattr(correction, 'item') else correction
     return 1 if unbiased else 0
 
 

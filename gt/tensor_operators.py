@@ -51,13 +51,29 @@ class OperatorMethods:
     def __ge__(self, other): return core.binary('ge', self, other)
     def __le__(self, other): return core.binary('le', self, other)
     eq, ne, gt, lt, ge, le = __eq__, __ne__, __gt__, __lt__, __ge__, __le__  # torch's names
+    __div__, __rdiv__ = __truediv__, __rtruediv__  # torch keeps Python 2's names
+
+    # Shifts are torch's kernels run by name (gt/fallback.py).
+    def __lshift__(self, other): return _by_name('bitwise_left_shift', self, other)
+    def __rlshift__(self, other): return _by_name('bitwise_left_shift', other, self)
+    def __rshift__(self, other): return _by_name('bitwise_right_shift', self, other)
+    def __rrshift__(self, other): return _by_name('bitwise_right_shift', other, self)
 
     # In-place operators rebind this tensor to the new value (the graph is never mutated).
     def __iadd__(self, other): return self._in_place('add', other)
     def __isub__(self, other): return self._in_place('sub', other)
     def __imul__(self, other): return self._in_place('mul', other)
     def __itruediv__(self, other): return self._in_place('div', other)
+    def __ifloordiv__(self, other): return self._in_place('floor_divide', other)
+    def __imod__(self, other): return self._in_place('remainder', other)
+    def __ipow__(self, other): return self._in_place('pow', other)
+    def __iand__(self, other): return self._in_place('bitwise_and', other)
+    def __ior__(self, other): return self._in_place('bitwise_or', other)
+    def __ixor__(self, other): return self._in_place('bitwise_xor', other)
+    def __ilshift__(self, other): return self._assign(self << other)
+    def __irshift__(self, other): return self._assign(self >> other)
     mul_ = __imul__
+    __idiv__ = __itruediv__
 
     # With alpha or a rounding mode, the update is the out-of-place method's (torch's
     # kernel run by name, gt/fallback.py), rebound as `+=` is.
@@ -92,3 +108,9 @@ class OperatorMethods:
                                    f'desired output type {self._type.dtype}')
             result = result.to(self.dtype)
         return self._rebind(result)
+
+
+def _by_name(name: str, first: Any, second: Any) -> 'core.Tensor':
+    from gt import fallback
+
+    return fallback.call(f'torch.{name}', (first, second), {})

@@ -153,6 +153,54 @@ def test_in_place_operators_update_every_name():
     assert_same(same, tints)
 
 
+def test_every_augmented_assignment_updates_the_tensor_in_place():
+    """Without its own `__iand__` (and the rest) Python rebinds the name alone, and an
+    alias (a caller's mask, a module's buffer) keeps the old value in silence."""
+    (mask, tmask), (other, tother) = pairs((6,), (6,), dtype=torch.bool)
+    alias = mask
+    mask &= other
+    tmask &= tother
+    mask |= ~other
+    tmask |= ~tother
+    mask ^= other
+    tmask ^= tother
+    assert alias is mask
+    assert_same(alias, tmask)
+    ints, tints = pair(np.arange(1, 7))
+    same = ints
+    for got, want in [(ints, tints)]:
+        got //= 2
+        want //= 2
+        got += 7
+        want += 7
+        got %= 5
+        want %= 5
+        got **= 2
+        want **= 2
+        got <<= 2
+        want <<= 2
+        got >>= 1
+        want >>= 1
+        assert got is same
+    assert_same(same, tints)
+    floats, tfloats = pair(np.linspace(0.5, 3, 6, dtype=np.float32))
+    same = floats
+    floats **= 0.5
+    tfloats **= 0.5
+    assert_same(same, tfloats)
+
+
+def test_shifts_and_python_2_division_names():
+    ints, tints = pair(np.arange(1, 7))
+    assert_same(ints << 2, tints << 2)
+    assert_same(3 << ints, 3 << tints)
+    assert_same(ints >> 1, tints >> 1)
+    assert_same(256 >> ints, 256 >> tints)
+    floats, tfloats = pair(np.linspace(0.5, 3, 6, dtype=np.float32))
+    assert_same(floats.__div__(2), tfloats.__div__(2))
+    assert_same(floats.__rdiv__(2), tfloats.__rdiv__(2))
+
+
 def test_in_place_methods_return_the_tensor():
     (x, tx), (y, ty) = pairs((4,), (4,))
     assert x.add_(y) is x and x.sub_(0.25) is x and x.mul_(3) is x and x.div_(y) is x
@@ -240,6 +288,23 @@ def test_zero_and_fill():
     ints, tints = made((3,), torch.int64)
     ints.fill_(2.7)
     assert_same(ints, tints.fill_(2.7))
+
+
+def test_zero_and_fill_keep_a_result_that_requires_grad_differentiable():
+    """torch's FillBackward: the tensor still requires grad, its old value gets zero."""
+    x, tx = made((2, 3), torch.float32)
+    x.requires_grad_()
+    tx.requires_grad_()
+    y, ty = x * 2, tx * 2
+    y[0].zero_()
+    ty[0].zero_()
+    z, tz = x * 3, tx * 3
+    z.fill_(1.5)
+    tz.fill_(1.5)
+    assert y.requires_grad and z.requires_grad and not z.is_leaf
+    ((y + z) * x).sum().backward()
+    ((ty + tz) * tx).sum().backward()
+    assert_same(x.grad, tx.grad)
 
 
 def test_half_tensor_times_python_float():

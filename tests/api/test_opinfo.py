@@ -30,15 +30,11 @@ KNOWN_FAILURES = {
     'nn.functional.linear_cross_entropy.chunked': 'options object argument',
     'nn.functional.linear_cross_entropy.chunked_none': 'options object argument',
     'as_strided.partial_views': 'storage offset (GT tensors are not views)',
-    '__rdiv__': 'GT Tensor has no __rdiv__',
     'tensor_split': 'indices as a tensor: torch wants it on the host, meta has no values',
-    'std.unbiased': 'GT std takes no positional unbiased',
-    'var.unbiased': 'GT var takes no positional unbiased',
     'resize_': 'refused: resizes storage',
     'to_sparse': 'refused: sparse layout',
     'native_batch_norm': 'refused with running statistics: they would be updated in place '
                          'on the worker (gt.nn.functional.batch_norm is GT\'s own form)',
-    'zero_': 'GT zero_ drops requires_grad (torch keeps it, with a zero gradient)',
 }
 
 

@@ -76,6 +76,9 @@ def test_var_std_corrections(name):
     assert_same(method(0, correction=0), tmethod(0, correction=0))
     assert_same(method(dim=0, correction=2, keepdim=True),
                 tmethod(dim=0, correction=2, keepdim=True))
+    assert_same(method(1, correction=1.5), tmethod(1, correction=1.5))  # kept whole
+    assert_same(method(False), tmethod(False))  # torch's positional flag, every element
+    assert_same(getattr(gt, name)(got, True), getattr(torch, name)(want, True))
 
 
 @pytest.mark.parametrize('name', ['max', 'min'])
