@@ -72,12 +72,14 @@ def hand_over(tensor: Any, candidates: list) -> Any:
     owning its old value and history, which is what their rules must read. Those are the
     `candidates` that read it (an in-place op's own node: `h += x` reads h) and, for a
     tensor with history, the nodes recorded since its value was made (`s = h.sum()`
-    before `h.add_(1)`, which torch allows where the rule saved no input). Returns the
-    stand-in, or None when no node reads the old value, which may then be released."""
+    before `h.add_(1)`, which torch allows where the rule saved no input; for a view
+    with no history, since the view's value was made). Returns the stand-in, or None
+    when no node reads the old value, which may then be released."""
     readers = [node for node in candidates
                if node is not None and any(t is tensor for t in node.inputs)]
-    if tensor.grad_fn is not None:
-        made = tensor.grad_fn.sequence
+    made = tensor.grad_fn.sequence if tensor.grad_fn is not None \
+        else None if tensor._view is None else tensor._view.made
+    if made is not None:
         for reference in reversed(live_nodes):  # recorded in order: newest first
             node = reference()
             if node is None:

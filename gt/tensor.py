@@ -165,24 +165,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
             return apply_binary('add', self, other)
         return binary('add', self, other)
 
-    def zero_(self) -> 'Tensor':
-        return self._fill(creation('zeros', self._type.shape, self._type.dtype))
-
-    def fill_(self, value: float) -> 'Tensor':
-        return self._fill(creation('full', self._type.shape, self._type.dtype, value=value))
-
-    def _fill(self, constant: 'Tensor') -> 'Tensor':
-        """Every element takes `constant`'s. A result that requires grad stays one, its
-        history giving the old value a zero gradient, as torch's FillBackward does."""
-        if self.requires_grad and grad_mode.enabled:
-            return self._rebind(apply('copy_into', [self, constant]))
-        return self._rebind(constant, uniform=True)
-
-    def copy_(self, source: 'Tensor') -> 'Tensor':
-        """The values of `source`, placed where this tensor's were (torch keeps the device)."""
-        values = as_tensor(source).to(self.dtype).expand(*self._type.shape)
-        return self._rebind(apply('copy_into', [self, values]))
-
     def _rebind(self, new: 'Tensor', uniform: bool = False) -> 'Tensor':
         """Make `new`'s value this tensor's: an in-place op. Through a view it is a write
         into the base too, and the base's views follow (gt/views.py). `uniform`: every
@@ -222,12 +204,14 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
     def _take(self, new: 'Tensor', readers: tuple = ()) -> None:
         """Rebind to `new`'s value, with its autograd history. The old value goes to the
         tape nodes that read it (`readers` and those autograd finds), or is released."""
+        if new.grad_fn is None and self.grad_fn is not None and new._type == self._type:
+            new = _untracked_write(self, new)
         if autograd.hand_over(self, [new.grad_fn, *readers]) is None:
             self._client.release(self._id)
         if new.grad_fn is not None:
             self.requires_grad = True
         elif self.grad_fn is not None:
-            self.requires_grad = False  # a non-leaf overwritten with a constant (zero_, fill_)
+            self.requires_grad = False  # a non-leaf rebound to a new shape or dtype
         self._id, self._type, self.grad_fn = new._id, new._type, new.grad_fn
         new._id = None
         if self._retained:
@@ -288,8 +272,15 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
             .__reduce_ex__(protocol)
 
     def detach(self) -> 'Tensor':
-        with autograd.no_grad():
-            return self.clone()
+        """The same values with no history, sharing them as torch's shares storage: no
+        copy is made, and a write through either shows in the other (gt/views.py)."""
+        return views.mark(views.DETACH.take(self), self, views.DETACH)
+
+    def detach_(self) -> 'Tensor':
+        if self._view is not None and self.grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn, self.requires_grad = None, False
+        return self
 
     def requires_grad_(self, requires_grad: bool = True) -> 'Tensor':
         autograd.set_requires_grad(self, requires_grad)
@@ -300,6 +291,13 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
 
 
 LOW_PRECISION = frozenset({'float16', 'bfloat16'})
+
+
+def _untracked_write(tensor: Tensor, new: Tensor) -> Tensor:
+    """`new`'s values with `tensor`'s history: a write that autograd does not see (under
+    no_grad, through `detach()` or `.data`), after which torch keeps the grad_fn."""
+    with autograd.enable_grad():
+        return apply('untracked_write', [tensor, new])
 
 
 # ---- recording ops -------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from gt import tensor as core
+from gt.autograd import grad_mode
 
 
 class OperatorMethods:
@@ -91,6 +92,24 @@ class OperatorMethods:
         if rounding_mode is None:
             return self._in_place('div', other)
         return self._assign(self.div(other, rounding_mode=rounding_mode))
+
+    def zero_(self) -> 'core.Tensor':
+        return self._fill(core.creation('zeros', self._type.shape, self._type.dtype))
+
+    def fill_(self, value: float) -> 'core.Tensor':
+        return self._fill(core.creation('full', self._type.shape, self._type.dtype, value=value))
+
+    def _fill(self, constant: 'core.Tensor') -> 'core.Tensor':
+        """Every element takes `constant`'s. A result that requires grad stays one, its
+        history giving the old value a zero gradient, as torch's FillBackward does."""
+        if self.requires_grad and grad_mode.enabled:
+            return self._rebind(core.apply('copy_into', [self, constant]))
+        return self._rebind(constant, uniform=True)
+
+    def copy_(self, source: 'core.Tensor') -> 'core.Tensor':
+        """The values of `source`, placed where this tensor's were (torch keeps the device)."""
+        values = core.as_tensor(source).to(self.dtype).expand(*self._type.shape)
+        return self._rebind(core.apply('copy_into', [self, values]))
 
     def _in_place(self, op: str, other: Any) -> 'core.Tensor':
         """`self op= other` as torch does it: the result keeps self's shape and dtype."""

@@ -27,7 +27,8 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from gt.autograd import grad_mode
+from gt import autograd
+from gt.autograd import grad_mode, no_grad
 
 
 class Step(NamedTuple):
@@ -40,19 +41,23 @@ class Step(NamedTuple):
     put: Callable[[Any, Any], Any]
     layout: Callable[[torch.Tensor], torch.Tensor]
     expands: bool = False  # several of the view's elements are one of the parent's
+    detaches: bool = False  # `detach()`: autograd does not see a write through it
 
 
 class View:
     """What a view aliases: its base (weakly), the base's shape, the steps from it, and
     the tape node of the first step (whose input is the base), if it has one."""
 
-    __slots__ = ('base', 'base_shape', 'steps', 'node', '_layout')
+    __slots__ = ('base', 'base_shape', 'steps', 'node', 'made', '_layout')
 
     def __init__(self, base: Any, steps: tuple, node: Any) -> None:
         self.base = weakref.ref(base)
         self.base_shape = base._type.shape
         self.steps = steps
         self.node = node
+        # Where on the tape the view's value was made: tape nodes since may read it, and
+        # get its old value when a write to the base refreshes it (autograd.hand_over).
+        self.made = autograd.next_sequence()
         self._layout: torch.Tensor | None = None
 
     def layout(self) -> torch.Tensor:
@@ -138,7 +143,8 @@ def before_write(tensor: Any, new: Any, uniform: bool) -> Any:
         return None
     if not uniform and any(step.expands for step in view.steps):
         raise RuntimeError(EXPAND_WRITE)
-    if grad_mode.enabled and base.requires_grad and base.grad_fn is None:
+    if grad_mode.enabled and base.requires_grad and base.grad_fn is None \
+            and not any(step.detaches for step in view.steps):
         raise RuntimeError(LEAF_WRITE)
     return base
 
@@ -179,6 +185,7 @@ def refresh(base: Any, written: Any = None) -> None:
             for step in view._view.steps:
                 value = step.take(value)
             view._take(value)
+            view._view.made = autograd.next_sequence()
     base._views = live or None
 
 
@@ -203,6 +210,19 @@ def adopt(tensor: Any, new: Any) -> None:
 
 
 # ---- the steps ------------------------------------------------------------------------------
+def _detached(value: Any) -> Any:
+    from gt.tensor import apply
+
+    with no_grad():
+        return apply('detach', [value])
+
+
+# `x.detach()`: the same values under a second name on the worker, no copy; a write
+# through either reaches the other, autograd seeing neither (gt.ir.ops.aliases).
+DETACH = Step(take=_detached, put=lambda parent, view: _detached(view),
+              layout=lambda meta: meta, detaches=True)
+
+
 def index_step(index: list) -> Step:
     """A basic index (ints, slices, None, ...), in the getitem op's form."""
     from gt.tensor import apply

@@ -40,7 +40,7 @@ REFUSED = frozenset({
     'Tensor.register_post_accumulate_grad_hook', 'Tensor.retain_grad', 'Tensor.requires_grad_',
     'Tensor.share_memory_', 'Tensor.cuda', 'Tensor.cpu', 'Tensor.to',
     'Tensor.record_stream', 'Tensor.apply_', 'Tensor.map_', 'Tensor.map2_', 'Tensor.set_',
-    'Tensor.resize_', 'Tensor.resize_as_', 'Tensor.detach_', 'Tensor.dim_order',
+    'Tensor.resize_', 'Tensor.resize_as_', 'Tensor.dim_order',
     'Tensor.storage_offset', 'Tensor.is_pinned', 'Tensor.is_shared', 'Tensor.get_device',
     'Tensor.module_load', 'Tensor.new', 'Tensor.type', 'Tensor.to_dense', 'Tensor.to_sparse',
 })

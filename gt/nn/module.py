@@ -269,8 +269,7 @@ class Module:
             if set_to_none:
                 parameter.grad = None
             else:
-                with no_grad():
-                    parameter._grad.zero_()
+                zero_grad_in_place(parameter)
 
     def requires_grad_(self, requires_grad: bool = True) -> 'Module':
         for parameter in self.parameters():
@@ -411,3 +410,15 @@ class Module:
             return f'{name}({extra_lines[0]})'
         lines = extra_lines + child_lines
         return f'{name}(\n  ' + '\n  '.join(lines) + '\n)' if lines else f'{name}()'
+
+
+def zero_grad_in_place(parameter: Tensor) -> None:
+    """`zero_grad(set_to_none=False)` as torch's: a gradient with history (made under
+    create_graph) is detached first, so the zeros do not keep that history."""
+    gradient = parameter._grad
+    if gradient.grad_fn is not None:
+        gradient.detach_()
+    else:
+        gradient.requires_grad_(False)
+    with no_grad():
+        gradient.zero_()

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from gt.autograd import enable_grad, no_grad
+from gt.nn.module import zero_grad_in_place
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, as_tensor
 
@@ -92,8 +93,7 @@ class Optimizer:
                 if set_to_none:
                     param.grad = None
                 else:
-                    with no_grad():
-                        param._grad.zero_()
+                    zero_grad_in_place(param)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None

@@ -137,7 +137,26 @@ def write_with_index_put(lib, x):
     return [x]
 
 
-CASES = [write_view, fill_diagonal, zero_rows, scale_chunk, relu_through_view,
+def write_through_detached(lib, x):
+    x.detach()[0].fill_(9.0)
+    return [x]
+
+
+def detached_follows_its_base(lib, x):
+    alias = x.detach()
+    x[2] = 4.0
+    x.t()[0].mul_(3)
+    return [x, alias]
+
+
+def detached_then_cloned_copies(lib, x):
+    copy = x.detach().clone()
+    copy.zero_()
+    return [x, copy]
+
+
+CASES = [write_through_detached, detached_follows_its_base, detached_then_cloned_copies,
+         write_view, fill_diagonal, zero_rows, scale_chunk, relu_through_view,
          write_transposed, add_narrowed, fill_selected, negate_unbound, zero_permuted_row,
          add_into_transposed_block, fill_view_of_view, base_write_shows_through,
          sibling_views, write_unsqueezed, write_squeezed, zero_moved, copy_into_split,
@@ -264,3 +283,41 @@ def test_views_made_and_dropped_in_a_loop_do_not_pile_up_on_their_base():
     assert len(data._views) < 64
     row.fill_(0.0)  # the live one still writes through
     assert data.tolist()[3] == [0.0, 0.0, 0.0]
+
+
+def untracked_writes(lib):
+    """Writes autograd does not see (through detach(), under no_grad, through .data):
+    torch keeps the tensor's history, so the gradient goes to what it was made from."""
+    lib.manual_seed(0)
+    a = lib.randn(2, 3, requires_grad=True)
+    b = lib.randn(2, 3, requires_grad=True)
+    x, y, z = a * 3, a.exp() * 1, b * 2
+    x.detach().add_(5)
+    with lib.no_grad():
+        y.zero_()
+    z.data.mul_(4)
+    (x * b + y * b + z * z).sum().backward()
+    return [x, y, z, a.grad, b.grad]
+
+
+def test_writes_autograd_does_not_see_keep_the_history_as_torch():
+    for got, expected in zip(untracked_writes(gt), untracked_writes(torch)):
+        torch.testing.assert_close(torch.as_tensor(got.tolist()), expected, rtol=1e-6,
+                                   atol=1e-6)
+
+
+def test_a_leaf_written_through_detach_stays_a_leaf_that_requires_grad():
+    """torch allows it with grad mode on: a detached tensor carries no history."""
+    parameter = nn.Parameter(gt.ones(3))
+    parameter.detach().mul_(0.5)
+    assert parameter.is_leaf and parameter.requires_grad
+    (parameter * parameter).sum().backward()
+    assert parameter.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_detach_in_place():
+    a = gt.ones(3, requires_grad=True)
+    b = a * 2
+    assert b.detach_() is b and not b.requires_grad and b.is_leaf
+    with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+        (a * 2)[1:].detach_()

@@ -1,6 +1,6 @@
 """Gradients of the shape ops ('reshape', 'transpose', 'permute', 'unsqueeze', 'squeeze',
-'expand', 'cat', 'stack', 'split', 'distribute', 'copy_into') against torch, including
-chunk and unused pieces."""
+'expand', 'cat', 'stack', 'split', 'distribute', 'copy_into', 'untracked_write') against
+torch, including chunk and unused pieces."""
 
 import pytest
 from check import check_vs_torch, lib
@@ -93,6 +93,18 @@ def test_distribute_copies_and_places_with_the_gradient_of_a_copy(axis):
                                   else x.clone()) * x.exp(), (4, 6))
     finally:
         gt.config.clear_configs()
+
+
+def test_untracked_write_gives_the_old_values_history_the_gradient():
+    """A write under no_grad or through detach(): torch keeps the tensor's grad_fn."""
+    def fn(a, b):
+        c = a * 2
+        c.detach().mul_(3)
+        d = b * 1
+        with lib(b).no_grad():
+            d.add_(a)
+        return c * a + d * d
+    check_vs_torch(fn, (3, 4), (3, 4))
 
 
 def test_copy_into_gives_the_source_the_gradient_and_the_old_value_none():

@@ -5,7 +5,8 @@ worker program as in an uncompiled one, with torch.compile's cheap `eager` and
 
 The samples are the op tests' own: the `check_op` calls of tests/ir/test_ops_*.py,
 collected by running those tests (every parametrization) with a recorder in its place,
-plus a few for `distribute` and `copy_into`, whose oracle tests run them sharded. The
+plus a few for `distribute`, `copy_into`, `detach` and `untracked_write`, whose oracle
+tests run them sharded. The
 first sample of each input signature (dtypes, ranks, emptiness) whose node is traced (a
 call holding host indices is not) is kept. An op's samples make one program: each
 sample is the op followed by a cheap pure op on its first output (`neg`, or
@@ -86,6 +87,8 @@ def _collect_samples() -> dict[str, list[tuple[list, dict]]]:
         x, y = tensor((8, 6), dtype), tensor((8, 6), dtype)
         record('distribute', [x], {}, None)
         record('copy_into', [x, y], {}, None)
+        record('detach', [x], {}, None)
+        record('untracked_write', [x, y], {}, None)
     return {op: list(by_signature.values()) for op, by_signature in samples.items()}
 
 

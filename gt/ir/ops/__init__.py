@@ -5,13 +5,14 @@ interpreter and the test oracle), its numpy implementation, its gradient rule (b
 from ops of the table; see gradients.py) and room for its sharding rule. The rows live
 in one file per family (creation, elementwise, fused, unary, activations, reductions,
 normalization, batch norm, losses, max pooling, shapes, indexing, linear algebra,
-optimizer steps, communication, the torch fallback and its gradients, the random
+optimizer steps, communication, aliases, the torch fallback and its gradients, the random
 state) only to keep files
 short; `OPS` is the one table.
 """
 
 from gt.ir.ops import (
     activations,
+    aliases,
     batch_norm,
     communication,
     creation,
@@ -36,7 +37,8 @@ from gt.ir.ops.opdef import OpDef, RunContext
 OPS: dict[str, OpDef] = {}
 for _family in (creation, elementwise, fused, unary, unary_math, activations, reductions,
                 normalization, batch_norm, losses, pooling, shapes, indexing, linalg,
-                optimizer_steps, communication, torch_calls, torch_call_gradients, random_state):
+                optimizer_steps, communication, aliases, torch_calls, torch_call_gradients,
+                random_state):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'
         OPS[_row.name] = _row

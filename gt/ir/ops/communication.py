@@ -45,7 +45,7 @@ def _copy_into_type(types):
     return (destination,)
 
 
-def _like_destination(kinds, inputs, outputs, **attrs):
+def like_destination(kinds, inputs, outputs, **attrs):
     """`copy_`: the new value is placed as the one it replaces (as torch keeps the device)."""
     if kinds[0] == 'P':
         return None
@@ -70,5 +70,5 @@ ROWS = [
     # `x.copy_(y)` and load_state_dict: y's values where x was.
     OpDef('copy_into', _copy_into_type, lambda destination, source: source.clone(),
           lambda destination, source: np.array(source), grad=_copy_into_grad,
-          shard=_like_destination),
+          shard=like_destination),
 ]
