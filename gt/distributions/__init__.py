@@ -7,6 +7,9 @@ and `scale` on GT's tape. Constraints, transforms and `register_kl` are torch's,
 work on GT tensors as they are.
 """
 
+import sys
+import types
+
 import torch.distributions as _torch
 from torch.distributions import (
     AbsTransform,
@@ -104,3 +107,28 @@ __all__ = [
     'Uniform', 'VonMises', 'Weibull', 'Wishart', 'biject_to',
     'identity_transform', 'kl_divergence', 'register_kl', 'transform_to',
 ]
+
+
+def _submodules() -> None:
+    """`from gt.distributions.transforms import TanhTransform`, `from
+    gt.distributions.normal import Normal`: each of torch's submodules under GT's name.
+    One that holds a name GT has its own of (a distribution class, `kl_divergence`) is a
+    copy of its namespace with GT's; the others (transforms, constraints) are torch's."""
+    package = sys.modules[__name__]
+    for name, module in vars(_torch).items():
+        if not (isinstance(module, types.ModuleType)
+                and module.__name__.startswith('torch.distributions.')):
+            continue
+        names = vars(module)
+        own = {attribute: getattr(package, attribute) for attribute in names
+               if attribute in __all__ and getattr(package, attribute) is not names[attribute]}
+        if own:
+            mirror = types.ModuleType(f'{__name__}.{name}', module.__doc__)
+            vars(mirror).update({key: value for key, value in names.items()
+                                 if not key.startswith('__')}, **own)
+            module = mirror
+        sys.modules[f'{__name__}.{name}'] = module
+        setattr(package, name, module)
+
+
+_submodules()

@@ -498,3 +498,30 @@ def test_a_vae_step_matches_torch():
     got = step(gt, GD, gt.tensor)
     for g, w in zip(got, want):
         assert_same(g, w.detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_submodules_import_by_their_dotted_names_as_torchs():
+    """SAC and flow code import from torch's submodules (`...transforms import
+    TanhTransform`): GT's give GT's classes and kl_divergence, and torch's transforms."""
+    import importlib
+
+    for name in ['transforms', 'constraints', 'kl', 'normal', 'categorical', 'utils',
+                 'transformed_distribution', 'constraint_registry']:
+        module = importlib.import_module(f'gt.distributions.{name}')
+        assert getattr(gt.distributions, name) is module
+    from gt.distributions.kl import kl_divergence
+    from gt.distributions.normal import Normal
+    from gt.distributions.transforms import TanhTransform
+    assert Normal is gt.distributions.Normal and kl_divergence is gt.distributions.kl_divergence
+    assert TanhTransform is torch.distributions.transforms.TanhTransform
+    squashed = gt.distributions.TransformedDistribution(
+        Normal(gt.zeros(3), gt.ones(3)), [TanhTransform(cache_size=1)])
+    point = torch.tensor([0.1, -0.5, 0.9])
+    torch_squashed = TD.TransformedDistribution(
+        TD.Normal(torch.zeros(3), torch.ones(3)), [TanhTransform(cache_size=1)])
+    torch.testing.assert_close(squashed.log_prob(gt.tensor(point)).data,
+                               torch_squashed.log_prob(point))
+    torch.testing.assert_close(
+        kl_divergence(Normal(gt.zeros(2), gt.ones(2)), Normal(gt.ones(2), gt.ones(2) * 2)).data,
+        TD.kl_divergence(TD.Normal(torch.zeros(2), torch.ones(2)),
+                         TD.Normal(torch.ones(2), torch.ones(2) * 2)))
