@@ -221,6 +221,16 @@ class MathMethods:
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
+    # Composed (gt/covariance.py), so that their gradients run on the cluster.
+    def cov(self, *, correction=1, fweights=None, aweights=None):
+        from gt import covariance
+
+        return covariance.cov(self, correction, fweights, aweights)
+
+    def corrcoef(self):
+        from gt import covariance
+
+        return covariance.corrcoef(self)
 
 def _scaled_sum(input: Any, product: Any, beta: float, alpha: float) -> Any:
     """`beta * input + alpha * product`, shaped as the product; beta 0 ignores input's

@@ -14,7 +14,6 @@ from gt.scripts.opinfo_check import check_op_info, op_id, op_infos
 SAMPLES = 3  # per OpInfo, as the coverage script: the module takes about a minute
 
 COMPLEX = 'complex result (GT has no complex dtypes)'
-DATA_CHECK = 'gradient through a data-dependent check (runs outside the cluster)'
 NO_META = 'no meta or fake kernel (fallback: see report)'
 
 # OpInfo id -> why GT cannot pass it. A reason starting with 'hangs' skips the test.
@@ -25,7 +24,6 @@ KNOWN_FAILURES = {
                      'fft.ifft2', 'fft.ifftn', 'fft.ihfft', 'fft.ihfft2', 'fft.ihfftn'],
                     COMPLEX),
     'hash_tensor': 'uint64 result',
-    **dict.fromkeys(['corrcoef', 'cov'], DATA_CHECK),
     **dict.fromkeys(['linalg.lstsq', 'linalg.lstsq.grad_oriented'], NO_META),
     'nn.functional.linear_cross_entropy.chunked': 'options object argument',
     'nn.functional.linear_cross_entropy.chunked_none': 'options object argument',

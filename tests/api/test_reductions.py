@@ -173,3 +173,35 @@ def test_reductions_of_empty_tensors():
     assert_same(got.amax(1), want.amax(1))
     with pytest.raises(ValueError):
         got.max(0)  # torch: max(): Expected reduction dim 0 to have non-zero size
+
+
+@pytest.mark.parametrize('shape', [(4, 6), (6,), (1, 5), ()], ids=str)
+@pytest.mark.parametrize('name', ['cov', 'corrcoef'])
+def test_cov_and_corrcoef_and_their_gradients_on_the_cluster(name, shape):
+    """Composed of GT ops (gt/covariance.py): torch's kernel checks its weights' values,
+    which made GT run it in the client, where no gradient could pass."""
+    start = torch.randn(shape, dtype=torch.float64)
+    mine, theirs = gt.tensor(start, requires_grad=True), start.clone().requires_grad_()
+    got, want = getattr(gt, name)(mine), getattr(torch, name)(theirs)
+    assert_same(got, want)
+    if shape:
+        got.sum().backward()
+        want.sum().backward()
+        assert_same(mine.grad, theirs.grad)
+
+
+def test_weighted_cov_checks_its_weights_as_torch():
+    start = torch.randn(3, 5)
+    frequencies, importances = torch.tensor([1, 2, 0, 1, 3]), torch.rand(5)
+    for fweights, aweights in [(frequencies, None), (None, importances),
+                               (frequencies, importances)]:
+        assert_same(gt.cov(gt.tensor(start), correction=2,
+                           fweights=None if fweights is None else gt.tensor(fweights),
+                           aweights=None if aweights is None else gt.tensor(aweights)),
+                    torch.cov(start, correction=2, fweights=fweights, aweights=aweights))
+    with pytest.raises(RuntimeError, match='fweights cannot be negative'):
+        gt.cov(gt.tensor(start), fweights=gt.tensor([1, -2, 0, 1, 3]))
+    with pytest.raises(RuntimeError, match='integral dtype'):
+        gt.cov(gt.tensor(start), fweights=gt.tensor(importances))
+    with pytest.warns(UserWarning, match='degrees of freedom is <= 0'):
+        gt.cov(gt.tensor(start), fweights=gt.tensor([1, 0, 0, 0, 0])).tolist()
