@@ -112,8 +112,8 @@ __all__ = [
 def _submodules() -> None:
     """`from gt.distributions.transforms import TanhTransform`, `from
     gt.distributions.normal import Normal`: each of torch's submodules under GT's name.
-    One that holds a name GT has its own of (a distribution class, `kl_divergence`) is a
-    copy of its namespace with GT's; the others (transforms, constraints) are torch's."""
+    One that defines a name GT has its own of (a distribution class, `kl_divergence`) is
+    a copy of its namespace with GT's; the others (transforms, constraints) are torch's."""
     package = sys.modules[__name__]
     for name, module in vars(_torch).items():
         if not (isinstance(module, types.ModuleType)
@@ -121,7 +121,8 @@ def _submodules() -> None:
             continue
         names = vars(module)
         own = {attribute: getattr(package, attribute) for attribute in names
-               if attribute in __all__ and getattr(package, attribute) is not names[attribute]}
+               if attribute in __all__ and getattr(package, attribute) is not names[attribute]
+               and getattr(names[attribute], '__module__', None) == module.__name__}
         if own:
             mirror = types.ModuleType(f'{__name__}.{name}', module.__doc__)
             vars(mirror).update({key: value for key, value in names.items()
