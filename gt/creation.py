@@ -82,6 +82,8 @@ def ones(*size, dtype=None, requires_grad=False, **placement) -> Tensor:
 
 def full(size, fill_value, dtype=None, requires_grad=False, **placement) -> Tensor:
     _placement_only(placement)
+    if isinstance(fill_value, (Tensor, torch.Tensor)):  # torch takes a 0-d tensor's number
+        fill_value = fill_value.item()
     if dtype is None:
         dtype = torch.tensor(fill_value).dtype
     return creation('full', _shape((size,)), _dtype(dtype), requires_grad, value=fill_value)

@@ -29,6 +29,15 @@ def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
     return result
 
 
+def without_ranges(key: Any) -> Any:
+    """`x[range(n), y]`: torch indexes with a range as with the list it holds."""
+    if isinstance(key, range):
+        return list(key)
+    if isinstance(key, tuple) and any(isinstance(item, range) for item in key):
+        return tuple(list(item) if isinstance(item, range) else item for item in key)
+    return key
+
+
 def is_advanced(key: Any) -> bool:
     """Whether `key` indexes with tensors, arrays, lists or bools (torch's advanced
     indexing) rather than ints, slices, None and Ellipsis alone."""

@@ -96,15 +96,23 @@ class OperatorMethods:
     def zero_(self) -> 'core.Tensor':
         return self._fill(core.creation('zeros', self._type.shape, self._type.dtype))
 
-    def fill_(self, value: float) -> 'core.Tensor':
+    def fill_(self, value: Any) -> 'core.Tensor':
+        if isinstance(value, (core.Tensor, torch.Tensor)) and value.ndim != 0:
+            raise RuntimeError(f'fill_ only supports 0-dimension value tensor but got tensor '
+                               f'with {value.ndim} dimensions.')
+        if isinstance(value, core.Tensor):  # its value, lazily; its gradient, as torch's
+            return self._fill(value.to(self.dtype).expand(*self._type.shape), uniform=False)
+        if isinstance(value, torch.Tensor):
+            value = value.item()
         return self._fill(core.creation('full', self._type.shape, self._type.dtype, value=value))
 
-    def _fill(self, constant: 'core.Tensor') -> 'core.Tensor':
+    def _fill(self, constant: 'core.Tensor', uniform: bool = True) -> 'core.Tensor':
         """Every element takes `constant`'s. A result that requires grad stays one, its
-        history giving the old value a zero gradient, as torch's FillBackward does."""
+        history giving the old value a zero gradient, as torch's FillBackward does.
+        `uniform`: a number, which torch writes through an expanded view too."""
         if self.requires_grad and grad_mode.enabled:
             return self._rebind(core.apply('copy_into', [self, constant]))
-        return self._rebind(constant, uniform=True)
+        return self._rebind(constant, uniform=uniform)
 
     def copy_(self, source: 'core.Tensor') -> 'core.Tensor':
         """The values of `source`, placed where this tensor's were (torch keeps the device)."""

@@ -10,7 +10,7 @@ import torch
 
 from gt import tensor as core
 from gt import views
-from gt.indexing import is_advanced, normalize_index
+from gt.indexing import is_advanced, normalize_index, without_ranges
 from gt.ir.dtypes import TORCH_NAMES, dtype_name
 from gt.ir.type_rules import normalize_dim
 from gt.numpy_names import numpy_names
@@ -172,6 +172,7 @@ class ShapeMethods:
     swapdims_ = swapaxes_ = transpose_
 
     def __getitem__(self, key: Any):
+        key = without_ranges(key)
         if is_advanced(key):  # tensors, masks, lists: torch's advanced indexing
             from gt import fallback
             return fallback.call('Tensor.__getitem__', (self, key), {})
@@ -180,6 +181,7 @@ class ShapeMethods:
                           views.index_step(index))
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        key = without_ranges(key)
         if is_advanced(key):
             from gt import fallback
             fallback.call('Tensor.__setitem__', (self, key, value), {})

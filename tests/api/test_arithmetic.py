@@ -419,3 +419,23 @@ def test_a_number_divided_by_a_tensor_has_torch_s_bits():
     values = torch.from_numpy(rng().uniform(0.1, 3.0, 10000).astype(np.float32))
     assert torch.equal((3.7 / gt.tensor(values)).data, 3.7 / values)
     assert torch.equal((3 / gt.tensor([2, 4])).data, 3 / torch.tensor([2, 4]))
+
+
+def test_fill_with_a_tensor_takes_its_value_and_gradient_as_torch():
+    """`input.fill_(word_idx)` (torch's word_language_model generator): a 0-d tensor."""
+    for lib in (gt, torch):
+        x = lib.zeros(3, dtype=torch.int64)
+        x.fill_(lib.tensor(2.7))
+        assert x.tolist() == [2, 2, 2]
+        value = lib.tensor(2.0, requires_grad=True)
+        filled = lib.zeros(3) * 1
+        filled.fill_(value)
+        (filled * lib.arange(3.0)).sum().backward()
+        assert filled.requires_grad and value.grad.item() == 3.0
+        with pytest.raises(RuntimeError, match='0-dimension value tensor'):
+            lib.zeros(3).fill_(lib.ones(2))
+        row = lib.zeros(1, 3)
+        with pytest.raises(RuntimeError, match='more than one element'):
+            row.expand(2, 3).fill_(lib.tensor(3.0))
+    assert gt.full((2,), gt.tensor(2)).dtype == torch.full((2,), torch.tensor(2)).dtype
+    assert gt.full((2,), torch.tensor(2.5)).tolist() == [2.5, 2.5]

@@ -104,3 +104,14 @@ def test_setitem_shape_error_names_both_shapes():
     with pytest.raises(ValueError, match=r'\[5\].*\[3, 4\]|\[3, 4\].*\[5\]'):
         got[:] = gt.ones(5)
     assert got.sum().item() == 0
+
+
+def test_a_range_indexes_as_the_list_it_holds():
+    """`x_[range(x.shape[0]), y] = x.max()` (torch's forward-forward example)."""
+    got, want = pair(array((3, 5), torch.float32))
+    rows, trows = gt.tensor([1, 4, 0]), torch.tensor([1, 4, 0])
+    assert_same(got[range(3), rows], want[range(3), trows])
+    assert_same(got[range(0, 3, 2)], want[range(0, 3, 2)])
+    got[range(3), rows] = got.max()
+    want[range(3), trows] = want.max()
+    assert_same(got, want)
