@@ -1,7 +1,10 @@
 """Loss functions with torch's formulas, reductions and defaults (`gt.nn.functional`
-re-exports them). Unlike torch, an input and target of different shapes raise a
-ValueError naming both shapes instead of broadcasting with a warning.
+re-exports them). An input and a target of different shapes broadcast with torch's
+warning where torch's do (`mse_loss`, `l1_loss`) and raise a ValueError naming both
+shapes where torch's raise.
 """
+
+import warnings
 
 import torch
 
@@ -38,10 +41,15 @@ def _weighted(loss: Tensor, weight: Tensor | None, reduction: str) -> Tensor:
     return loss.sum() / weight.sum() if reduction == 'mean' else _reduce(loss, reduction)
 
 
-def _check(name: str, input: Tensor, target: Tensor, reduction: str) -> None:
+def _check(name: str, input: Tensor, target: Tensor, reduction: str,
+           broadcasts: bool = False) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if tuple(input.shape) != tuple(target.shape):
+    if tuple(input.shape) != tuple(target.shape) and broadcasts:
+        warnings.warn(f'Using a target size ({target.shape}) that is different to the input '
+                      f'size ({input.shape}). This will likely lead to incorrect results due '
+                      'to broadcasting. Please ensure they have the same size.', stacklevel=3)
+    elif tuple(input.shape) != tuple(target.shape):
         raise ValueError(f'{name}: input of shape {list(input.shape)} and target of shape '
                          f'{list(target.shape)} differ; they must have the same shape')
 
@@ -50,7 +58,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = 'mean',
              weight: Tensor | None = None) -> Tensor:
     reduction = _legacy(size_average, reduce, reduction)
-    _check('mse_loss', input, target, reduction)
+    _check('mse_loss', input, target, reduction, broadcasts=True)
     difference = input - target
     return _weighted(difference * difference, weight, reduction)
 
@@ -59,7 +67,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
             reduce: bool | None = None, reduction: str = 'mean',
             weight: Tensor | None = None) -> Tensor:
     reduction = _legacy(size_average, reduce, reduction)
-    _check('l1_loss', input, target, reduction)
+    _check('l1_loss', input, target, reduction, broadcasts=True)
     return _weighted((input - target).abs(), weight, reduction)
 
 

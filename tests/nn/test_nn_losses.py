@@ -1,5 +1,6 @@
 """Each loss against torch.nn.functional, for every reduction: the value and the gradient
-with respect to the input (and the errors GT raises where torch would broadcast)."""
+with respect to the input, and what a target of another shape does (torch's warning and
+broadcast, or an error naming both shapes where torch raises)."""
 
 import pytest
 import torch
@@ -127,11 +128,23 @@ def test_loss_modules_and_package_level_functions():
     assert_close(gt.nn.mse_loss(gt.tensor(x), gt.tensor(y)), functional.mse_loss(x, y))
 
 
-@pytest.mark.parametrize('name', ['mse_loss', 'l1_loss', 'binary_cross_entropy',
-                                  'binary_cross_entropy_with_logits'])
+@pytest.mark.parametrize('name', ['binary_cross_entropy', 'binary_cross_entropy_with_logits'])
 def test_mismatched_shapes_raise_naming_both(name):
     with pytest.raises(ValueError, match=r'\[4, 1\].*\[4\]'):
         getattr(F, name)(gt.rand(4, 1), gt.rand(4))
+
+
+@pytest.mark.parametrize('name', ['mse_loss', 'l1_loss'])
+@pytest.mark.parametrize('shapes', [((4, 1), (4,)), ((2, 3), (1, 3))], ids=str)
+def test_mismatched_shapes_broadcast_with_torchs_warning(name, shapes):
+    x, y = randn(*shapes[0]), randn(*shapes[1])
+    with pytest.warns(UserWarning, match='different to the input size') as mine:
+        got = getattr(F, name)(gt.tensor(x), gt.tensor(y))
+    with pytest.warns(UserWarning, match='different to the input size') as theirs:
+        want = getattr(functional, name)(x, y)
+    assert str(mine[0].message) == str(theirs[0].message)
+    assert mine[0].filename == __file__
+    assert_close(got, want)
 
 
 def test_class_target_errors():
