@@ -5,12 +5,15 @@
 """
 
 import os as _os
+import sys as _sys
 import warnings as _warnings
 from importlib import metadata as _metadata
 
 import torch as _torch
+import torch.multiprocessing as multiprocessing
 
 from gt import (
+    accelerator,
     amp,
     backends,
     config,
@@ -196,7 +199,8 @@ __all__ = [
     'utils', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt',
     'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax', 'argmin', 'nn',
     'optim', 'save', 'load', 'config', 'load_config', 'register_config', 'SignalConfig',
-    'ShardConfig', 'cuda', 'amp', 'autocast', 'backends', 'inference_mode', 'set_num_threads',
+    'ShardConfig', 'cuda', 'accelerator', 'multiprocessing', 'amp', 'autocast', 'backends',
+    'inference_mode', 'set_num_threads',
     'get_num_threads', 'set_float32_matmul_precision', 'get_float32_matmul_precision',
     'use_deterministic_algorithms', 'are_deterministic_algorithms_enabled',
     'is_deterministic_algorithms_warn_only_enabled', 'set_default_device',
@@ -226,5 +230,8 @@ _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'finfo', 'iin
                          'preserve_format', 'memory_format', 'strided', 'layout'})
 
 _register_collate()
+# torch.multiprocessing, for `import torch.multiprocessing as mp`; GT tensors do not
+# cross into its processes (gt/runtime/ownership.py, Module.share_memory).
+_sys.modules[f'{__name__}.multiprocessing'] = multiprocessing
 if _os.environ.get('GT_CONFIG'):
     load_config(_os.environ['GT_CONFIG'])

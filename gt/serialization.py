@@ -9,6 +9,15 @@ from typing import IO, Any, Callable
 
 import torch
 
+# torch's allow-list for `weights_only` loads, which gt.load's torch.load reads: a
+# script lists its model's classes (`with torch.serialization.safe_globals([...])`).
+from torch.serialization import (  # noqa: F401 (torch's place for them)
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    safe_globals,
+)
+
 from gt.runtime import client as connection
 from gt.tensor import Tensor
 

@@ -29,14 +29,14 @@ from gt.runtime import client as connection
 from gt.runtime import ownership
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.signal import current_scope
-from gt.tensor_device import GT_DEVICE, Device
+from gt.tensor_device import DeviceMethods
 from gt.tensor_math import MathMethods
 from gt.tensor_operators import OperatorMethods
 from gt.tensor_shapes import ShapeMethods
 from gt.tensor_values import ValueMethods
 
 
-class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
+class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
                  '_hooks', '_view', '_views', '__weakref__')
     _copies_grad = True  # by copy.deepcopy
@@ -69,18 +69,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
         return len(self._type.shape)
 
     @property
-    def device(self) -> Device:
-        return GT_DEVICE
-
-    @property
-    def is_cuda(self) -> bool:
-        return False  # the value is on the cluster, not on a GPU of this process
-
-    @property
-    def is_cpu(self) -> bool:
-        return False  # nor in this process's memory
-
-    @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
@@ -91,18 +79,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods):
     @property
     def retains_grad(self) -> bool:
         return bool(self._retained)
-
-    def get_device(self) -> int:
-        return -1  # torch's answer for a tensor not on a CUDA device
-
-    def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> 'Tensor':
-        """The tensor itself: GT places values on the workers' GPUs by itself."""
-        return self
-
-    def pin_memory(self, device: Any = None) -> 'Tensor':
-        """The tensor itself: its value is on a worker, not in this process's memory to
-        pin (torch's DataLoader calls this with `pin_memory=True` where CUDA is)."""
-        return self
 
     @property
     def is_leaf(self) -> bool:

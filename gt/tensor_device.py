@@ -44,3 +44,36 @@ class device(metaclass=_DeviceKind):
         if isinstance(kind, Device) or kind == 'gt':
             return GT_DEVICE
         return torch.device(kind) if index is None else torch.device(kind, index)
+
+
+# torch's flags for where a tensor is and how it is stored; a GT tensor is dense, on
+# the cluster, so each is False (`input.is_cuda or input.is_xpu` in a ported forward).
+STORAGE_FLAGS = ('is_cuda', 'is_cpu', 'is_xpu', 'is_mps', 'is_meta', 'is_xla', 'is_ipu',
+                 'is_hpu', 'is_maia', 'is_mtia', 'is_vulkan', 'is_sparse', 'is_sparse_csr',
+                 'is_quantized', 'is_mkldnn', 'is_nested')
+
+
+class DeviceMethods:
+    """Where a Tensor is, as torch asks it: a mixin of `gt.tensor.Tensor`."""
+
+    __slots__ = ()
+
+    @property
+    def device(self) -> Device:
+        return GT_DEVICE
+
+    def get_device(self) -> int:
+        return -1  # torch's answer for a tensor not on a CUDA device
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """The tensor itself: GT places values on the workers' GPUs by itself."""
+        return self
+
+    def pin_memory(self, device: Any = None) -> Any:
+        """The tensor itself: its value is on a worker, not in this process's memory to
+        pin (torch's DataLoader calls this with `pin_memory=True` where CUDA is)."""
+        return self
+
+
+for _flag in STORAGE_FLAGS:
+    setattr(DeviceMethods, _flag, property(lambda self: False, doc=f'torch\'s {_flag}: False'))

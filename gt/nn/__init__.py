@@ -43,7 +43,6 @@ from gt.nn.containers import (
     Sequential,
 )
 from gt.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from gt.nn.data_parallel import DataParallel
 from gt.nn.distance import CosineSimilarity, PairwiseDistance
 from gt.nn.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from gt.nn.embedding_bag import EmbeddingBag
@@ -120,6 +119,7 @@ from gt.nn.padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from gt.nn.parallel import DataParallel
 from gt.nn.parameter import Buffer, Parameter
 from gt.nn.pooling import (
     AdaptiveAvgPool1d,
@@ -197,6 +197,8 @@ __all__ = [
     'CTCLoss', 'MultiLabelMarginLoss', 'TripletMarginWithDistanceLoss', 'MaxUnpool1d',
     'MaxUnpool2d', 'MaxUnpool3d', 'LPPool1d', 'LPPool2d', 'LPPool3d', 'ChannelShuffle',
 ]
+
+from gt.nn import modules as modules  # noqa: E402 (mirrors the classes imported above)
 
 # The seeds' names (gt.nn.cross_entropy_loss, gt.nn.relu, ...) beside torch's.
 cross_entropy_loss = cross_entropy

@@ -335,6 +335,14 @@ class Module:
         """Returns self: GT places tensors itself (see `to`)."""
         return self
 
+    def share_memory(self) -> 'Module':
+        """Refused, naming why: torch's Hogwild moves the weights into memory that the
+        processes it starts share, and GT's live on the cluster, in this process's
+        session, which a process started from this one cannot reach."""
+        raise RuntimeError('share_memory: GT tensors live on the cluster, in this process\'s '
+                           'session; a process started from this one cannot reach them '
+                           '(make its model in the process, or train in this one)')
+
     # ---- saving and loading --------------------------------------------------------------
     def state_dict(self, keep_vars: bool = False) -> 'OrderedDict[str, Any]':
         """Parameters and buffers by dotted name, as CPU torch tensors fetched in one round

@@ -144,6 +144,40 @@ def test_torch_utils_paths_import_as_in_torch():
         gt.utils.nosuch  # noqa: B018
 
 
+def test_the_module_paths_of_pytorch_examples_import():
+    """The first lines of torch's own examples (dcgan, mnist, mnist_hogwild,
+    word_language_model), each of which stopped a port at its imports."""
+    import importlib
+
+    import gt.backends.cudnn as cudnn
+    import gt.multiprocessing as mp
+    import torch
+
+    import gt.nn.parallel
+
+    cudnn.benchmark = True
+    assert gt.backends.cudnn.benchmark and mp is torch.multiprocessing
+    assert gt.nn.parallel.DataParallel is nn.DataParallel
+    assert not gt.accelerator.is_available() and gt.accelerator.current_accelerator() is None
+    assert gt.serialization.safe_globals is torch.serialization.safe_globals
+    for name in ['batchnorm', 'conv', 'dropout', 'linear', 'loss', 'rnn', 'module']:
+        module = importlib.import_module(f'gt.nn.modules.{name}')
+        assert getattr(nn.modules, name) is module
+    assert isinstance(nn.BatchNorm2d(3), nn.modules.batchnorm._BatchNorm)
+    assert nn.modules.conv._ConvNd is type(nn.Conv2d(1, 1, 1)).__mro__[1]
+    assert nn.modules.Linear is nn.Linear and nn.modules.dropout.Dropout is nn.Dropout
+    with pytest.raises(RuntimeError, match='cannot reach them'):
+        nn.Linear(2, 2).share_memory()
+
+
+def test_storage_flags_answer_as_for_a_dense_tensor_off_this_process():
+    x = gt.ones(2)
+    flags = ['is_cuda', 'is_cpu', 'is_xpu', 'is_mps', 'is_meta', 'is_sparse', 'is_quantized',
+             'is_mkldnn', 'is_nested']
+    assert [getattr(x, flag) for flag in flags] == [False] * len(flags)
+    assert (x.is_cuda or x.is_xpu) is False and x.get_device() == -1
+
+
 @pytest.mark.parametrize('reentrant', [True, False])
 def test_checkpoint_gives_torchs_outputs_and_gradients(reentrant):
     import torch
