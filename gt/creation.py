@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gt import data_loading
 from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, TORCH_DTYPES, dtype_name
 from gt.ir.ops.random_state import unpack
 from gt.runtime import client as connection
@@ -241,6 +242,7 @@ def set_rng_state(new_state: Any) -> None:
     values = new_state if isinstance(new_state, torch.Tensor) else state._value()
     _, client = unpack(values.cpu().numpy())
     torch.set_rng_state(torch.frombuffer(bytearray(client), dtype=torch.uint8))
+    data_loading.left_torch_generator()
 
 
 def manual_seed(seed: int) -> None:
@@ -248,4 +250,5 @@ def manual_seed(seed: int) -> None:
     own generator in this process is seeded too, as torch.manual_seed seeds it: a
     DataLoader shuffles with it, so the batches come in torch's order."""
     torch.manual_seed(int(seed))
+    data_loading.left_torch_generator()
     apply('manual_seed', [], seed=int(seed))

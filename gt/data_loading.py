@@ -3,24 +3,94 @@
 torch's default collate knows torch tensors, numpy arrays and numbers; a dataset of GT
 tensors gives it GT tensors, which it rejects. Registering GT's Tensor in torch's
 collate table (the extension point torch's collate keeps for types it does not know)
-makes a batch `gt.stack` of its samples, recorded lazily like any op. The loader's
-sampler and shuffling stay torch's, seeded by torch's generator in this process, which
-GT's random ops (drawn on the workers) do not advance as torch's would: a shuffle after
-them is torch's only with the loader's own `generator=`.
+makes a batch `gt.stack` of its samples, recorded lazily like any op.
+
+A loader draws from torch's global generator: a seed for its iterator at each
+`iter(loader)`, and a RandomSampler's seed at its first batch. In a torch script on the
+CPU that is the generator dropout and `randn` draw from, so those draws move the model's
+later ones and fix the shuffle. GT's draws come from the session's generator on the
+workers, so here, while a loader without its own `generator=` draws, torch's generator
+takes the session's state and the session takes it back after (`shared_stream`: one
+round trip each). This holds while torch's generator is as GT last left it (seeded by
+`gt.manual_seed`, set by `gt.set_rng_state`, or handed back here): one that torch code in
+the client seeded or drew from since is that code's, and is left alone. With GPU workers
+the session's generator is CUDA's, which torch's loader never touches, and nothing is
+shared, as in torch.
 """
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
+import torch
+from torch.utils.data import DataLoader, RandomSampler
 from torch.utils.data._utils.collate import default_collate_fn_map
 
 from gt.functional import stack
-from gt.tensor import Tensor
+from gt.ir.ops.random_state import pack, unpack
+from gt.runtime import client as connection
+from gt.tensor import Tensor, apply
 
 
 def collate_tensors(batch: list, *, collate_fn_map: Any = None) -> Tensor:
     return stack(batch, 0)
 
 
+_left_by_gt: bytes | None = None  # torch's generator state as GT last left it
+
+
+def left_torch_generator() -> None:
+    """Called when GT has set torch's generator (seeded it, restored it, handed it back)."""
+    global _left_by_gt
+    _left_by_gt = torch.get_rng_state().numpy().tobytes()
+
+
+@contextlib.contextmanager
+def shared_stream() -> Iterator[None]:
+    """torch's global generator draws in the session's place, when there is a session,
+    its generator is a CPU one (torch's state format), and torch's is as GT left it."""
+    from gt.creation import get_rng_state, tensor
+
+    client = connection.connected()
+    if client is None or torch.get_rng_state().numpy().tobytes() != _left_by_gt:
+        yield
+        return
+    worker = unpack(get_rng_state()._value().numpy())[0]
+    if len(worker) != len(_left_by_gt):
+        yield
+        return
+    torch.set_rng_state(torch.frombuffer(bytearray(worker), dtype=torch.uint8))
+    try:
+        yield
+    finally:
+        left_torch_generator()
+        apply('set_rng_state', [tensor(pack(_left_by_gt, _left_by_gt))])
+
+
+def _loader_iter(original: Any) -> Any:
+    def __iter__(self: DataLoader) -> Any:
+        if self.generator is not None:
+            return original(self)
+        with shared_stream():
+            return original(self)
+    return __iter__
+
+
+def _sampler_iter(original: Any) -> Any:
+    def __iter__(self: RandomSampler) -> Iterator[int]:
+        indices = original(self)
+        if self.generator is None:  # its seed is drawn with the first index
+            with shared_stream():
+                first = next(indices, None)
+            if first is None:
+                return
+            yield first
+        yield from indices
+    return __iter__
+
+
 def register_collate() -> None:
-    """Called once by `import gt`."""
+    """Called once by `import gt`: the collate entry, and the loader's and the random
+    sampler's draws from the shared stream."""
     default_collate_fn_map[Tensor] = collate_tensors
+    DataLoader.__iter__ = _loader_iter(DataLoader.__iter__)
+    RandomSampler.__iter__ = _sampler_iter(RandomSampler.__iter__)

@@ -35,10 +35,44 @@ def test_gt_manual_seed_makes_the_shuffle_torch_s():
     assert orders[0] == orders[1]
 
 
-def test_a_loader_with_its_own_generator_shuffles_as_torchs_after_a_model_is_made():
+def test_a_loader_shares_the_sessions_random_stream_as_torchs_shares_its_generator():
     """The usual order: seed, make the model (random draws: on GT's workers, from torch's
-    one generator in torch), then shuffle. With the loader's own generator the batches
-    are torch's; without one they are not (README)."""
+    one generator in torch), then shuffle, then train with dropout. torch's loader draws
+    its seeds from that generator, so the shuffle depends on the model's draws and moves
+    the dropout masks after it: GT's does the same with the session's stream."""
+    seen = []
+    for lib in (gt, torch):
+        lib.manual_seed(3)
+        lib.nn.Linear(20, 30)
+        loader = DataLoader(TensorDataset(lib.arange(10.0)), batch_size=5, shuffle=True)
+        plain = DataLoader(TensorDataset(lib.arange(4.0)), batch_size=2)
+        for epoch in range(2):
+            seen.append([batch.tolist() for (batch,) in loader])
+            seen.append([batch.tolist() for (batch,) in plain])
+            seen.append(lib.nn.functional.dropout(lib.ones(8), 0.5).tolist())
+    half = len(seen) // 2
+    assert seen[:half] == seen[half:]
+
+
+def test_torch_code_that_seeds_torchs_generator_keeps_it():
+    """A generator that torch code in the client seeded is that code's: the loader draws
+    from it as it would without GT."""
+    gt.manual_seed(1)
+    gt.randn(3).tolist()
+    orders = []
+    for _ in range(2):
+        torch.manual_seed(5)
+        loader = DataLoader(TensorDataset(torch.arange(10)), batch_size=5, shuffle=True)
+        orders.append([batch.tolist() for (batch,) in loader])
+    torch.manual_seed(5)
+    sampler = torch.utils.data.RandomSampler(range(10))
+    assert orders[0] == orders[1] and sum(orders[0], []) != list(range(10))
+    assert len(list(sampler)) == 10
+
+
+def test_a_loader_with_its_own_generator_shuffles_as_torchs_after_a_model_is_made():
+    """With the loader's own generator the batches are torch's too, and the session's
+    stream is not drawn from."""
     orders = []
     for lib in (gt, torch):
         lib.manual_seed(3)
