@@ -147,23 +147,26 @@ def backward(root: Any, gradient: Any = None, retain_graph: bool = False,
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool = False) -> tuple:
-    """`gt.autograd.grad`: the gradients of `outputs` with respect to `inputs`, returned
-    rather than accumulated into `.grad`, as torch.autograd.grad. With `create_graph`,
-    the gradients are recorded on the tape themselves, so they can be differentiated."""
+         create_graph: bool = False, allow_unused: bool | None = None,
+         materialize_grads: bool = False) -> tuple:
+    """torch.autograd.grad: the gradients of `outputs` with respect to `inputs`, returned,
+    not accumulated; with `create_graph` recorded on the tape, so they differentiate
+    again; with `materialize_grads` an unused input's is zeros, not None."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError('Expected allow_unused to be True or not passed when '
+                         'materialize_grads=True, but got: allow_unused=False.')
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
     outputs = [outputs] if not isinstance(outputs, (list, tuple)) else list(outputs)
     inputs = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
     if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
         grad_outputs = [grad_outputs] * len(outputs)
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f'grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs')
-    for index, output in enumerate(outputs):
-        if not output.requires_grad:
-            raise RuntimeError(f'grad: output {index} does not require grad and has no '
-                               'grad_fn')
-    for index, tensor in enumerate(inputs):
-        if not tensor.requires_grad:
-            raise RuntimeError(f'grad: input {index} does not require grad')
+    for kind, tensors, what in (('output', outputs, 'require grad and has no grad_fn'),
+                                ('input', inputs, 'require grad')):
+        for index, tensor in enumerate(tensors):
+            if not tensor.requires_grad:
+                raise RuntimeError(f'grad: {kind} {index} does not {what}')
     keep = create_graph if retain_graph is None else retain_graph
     found = _propagate(outputs, list(grad_outputs), keep, create_graph, inputs)
     results = []
@@ -172,6 +175,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         if gradient is None and not allow_unused:
             raise RuntimeError(f'grad: input {index} was not used to compute the outputs; '
                                'pass allow_unused=True if that is intended')
+        if gradient is None and materialize_grads:
+            gradient = tensor.new_zeros(tensor.shape)
         results.append(gradient)
     return tuple(results)
 

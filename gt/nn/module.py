@@ -199,16 +199,20 @@ class Module:
     register_module = add_module
 
     # ---- traversal -----------------------------------------------------------------------
-    def named_modules(self, prefix: str = '', memo: set | None = None
-                      ) -> Iterator[tuple[str, 'Module']]:
+    def named_modules(self, memo: set | None = None, prefix: str = '',
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, 'Module']]:
+        """torch's order of arguments; a module reached twice is given once unless
+        `remove_duplicate` is False."""
         memo = set() if memo is None else memo
         if id(self) in memo:
             return
-        memo.add(id(self))
+        if remove_duplicate:
+            memo.add(id(self))
         yield prefix, self
         for name, module in self._modules.items():
             if module is not None:
-                yield from module.named_modules(f'{prefix}.{name}' if prefix else name, memo)
+                yield from module.named_modules(memo, f'{prefix}.{name}' if prefix else name,
+                                                remove_duplicate)
 
     def modules(self) -> Iterator['Module']:
         for _, module in self.named_modules():
@@ -225,29 +229,30 @@ class Module:
         for _, module in self.named_children():
             yield module
 
-    def _named_members(self, registry: str, prefix: str, recurse: bool
-                       ) -> Iterator[tuple[str, Tensor]]:
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         # Tensors compare elementwise, so duplicates are found by identity.
         seen = set()
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
         for module_prefix, module in modules:
             for name, member in module.__dict__[registry].items():
-                if member is None or id(member) in seen:
+                if member is None or (remove_duplicate and id(member) in seen):
                     continue
                 seen.add(id(member))
                 yield (f'{module_prefix}.{name}' if module_prefix else name), member
 
-    def named_parameters(self, prefix: str = '', recurse: bool = True
-                         ) -> Iterator[tuple[str, Parameter]]:
-        return self._named_members('_parameters', prefix, recurse)
+    def named_parameters(self, prefix: str = '', recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members('_parameters', prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, parameter in self.named_parameters(recurse=recurse):
             yield parameter
 
-    def named_buffers(self, prefix: str = '', recurse: bool = True
-                      ) -> Iterator[tuple[str, Tensor]]:
-        return self._named_members('_buffers', prefix, recurse)
+    def named_buffers(self, prefix: str = '', recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members('_buffers', prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, buffer in self.named_buffers(recurse=recurse):

@@ -306,3 +306,13 @@ def test_gradients_stay_lazy_until_read():
     assert x.grad.dtype == torch.float64 and x.grad.shape == (2, 3)
     (grad,) = fetch([x.grad])
     assert torch.equal(grad, torch.full((2, 3), 2.0, dtype=torch.float64))
+
+
+def test_materialized_gradients_of_unused_inputs_are_zeros_as_torchs():
+    for lib in (gt, torch):
+        a, b = lib.ones(2, requires_grad=True), lib.ones(3, requires_grad=True)
+        grads = lib.autograd.grad((a * 2).sum(), [a, b], materialize_grads=True)
+        assert grads[0].tolist() == [2.0, 2.0] and grads[1].tolist() == [0.0, 0.0, 0.0]
+        with pytest.raises(ValueError, match='allow_unused'):
+            lib.autograd.grad((a * 2).sum(), [a, b], allow_unused=False,
+                              materialize_grads=True)
