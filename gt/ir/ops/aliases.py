@@ -10,21 +10,13 @@ as torch keeps a tensor's grad_fn then; the gradient goes to the old value's his
 
 import torch
 
-from gt.ir.ops.communication import like_destination
+from gt.ir.ops.communication import destination_type, like_destination
 from gt.ir.ops.opdef import OpDef
 from gt.ir.sharding import pointwise
 
 
 def _same_type(types):
     return tuple(types)
-
-
-def _same_as_destination(types):
-    destination, source = types
-    if tuple(source) != tuple(destination):
-        raise ValueError(f'untracked_write: the source {source} must have the type of the '
-                         f'destination {destination}')
-    return (destination,)
 
 
 def _source(destination, source):
@@ -37,6 +29,6 @@ def _untracked_write_grad(emit, inputs, grads):
 
 ROWS = [
     OpDef('detach', _same_type, torch.detach, lambda x: x, shard=pointwise()),
-    OpDef('untracked_write', _same_as_destination, _source, _source,
+    OpDef('untracked_write', destination_type('untracked_write'), _source, _source,
           grad=_untracked_write_grad, shard=like_destination),
 ]

@@ -37,12 +37,16 @@ def _distribute_grad(emit, inputs, grads):
     return [grads[0]]
 
 
-def _copy_into_type(types):
-    destination, source = types
-    if tuple(source) != tuple(destination):
-        raise ValueError(f'copy_into: the source {source} must already have the type of the '
-                         f'destination {destination}')
-    return (destination,)
+def destination_type(name: str):
+    """The type rule of an op whose result replaces its first operand with its second's
+    values (`copy_into`, `untracked_write`): both must have one type."""
+    def infer(types):
+        destination, source = types
+        if tuple(source) != tuple(destination):
+            raise ValueError(f'{name}: the source {source} must already have the type of the '
+                             f'destination {destination}')
+        return (destination,)
+    return infer
 
 
 def like_destination(kinds, inputs, outputs, **attrs):
@@ -68,7 +72,7 @@ ROWS = [
     OpDef('sync_generator', no_outputs, _sync_generator, _sync_generator, effects=True,
           communication=True),
     # `x.copy_(y)` and load_state_dict: y's values where x was.
-    OpDef('copy_into', _copy_into_type, lambda destination, source: source.clone(),
+    OpDef('copy_into', destination_type('copy_into'), lambda destination, source: source.clone(),
           lambda destination, source: np.array(source), grad=_copy_into_grad,
           shard=like_destination),
 ]
