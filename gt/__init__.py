@@ -84,6 +84,7 @@ from gt.functional import (
     tanh,
     where,
 )
+from gt.grad_mode import is_inference_mode_enabled
 from gt.ir.invalid_op import InvalidOpError
 from gt.legacy_types import (
     BFloat16Tensor,
@@ -195,7 +196,8 @@ __all__ = [
     'zeros', 'ones', 'full', 'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like',
     'full_like', 'manual_seed', 'get_rng_state', 'set_rng_state', 'seed', 'initial_seed',
     'random', 'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad',
-    'set_grad_enabled', 'is_grad_enabled', 'signal', 'debug', 'WorkerError',
+    'set_grad_enabled', 'is_grad_enabled', 'is_inference_mode_enabled', 'signal', 'debug',
+    'WorkerError',
     'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError', 'linalg', 'special', 'fft',
     'utils', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt',
     'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax', 'argmin', 'nn',

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 class _GradMode(threading.local):
     enabled = True
+    inference = False  # inside inference_mode (which is no_grad here)
 
 
 grad_mode = _GradMode()
@@ -15,6 +16,10 @@ grad_mode = _GradMode()
 
 def is_grad_enabled() -> bool:
     return grad_mode.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return grad_mode.inference
 
 
 class set_grad_enabled:
@@ -68,9 +73,13 @@ class inference_mode(no_grad):
         self.mode = mode
 
     def __enter__(self) -> None:
-        self.previous = grad_mode.enabled
+        self.previous, self.previous_inference = grad_mode.enabled, grad_mode.inference
         if self.mode:
             grad_mode.enabled = False
+        grad_mode.inference = bool(self.mode)
+
+    def __exit__(self, *exc: Any) -> None:
+        grad_mode.enabled, grad_mode.inference = self.previous, self.previous_inference
 
     def __call__(self, function: Callable) -> Callable:
         mode = self.mode

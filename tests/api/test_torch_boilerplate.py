@@ -116,6 +116,20 @@ def test_placement_keywords_of_ported_gpu_code_are_accepted():
         gt.zeros_like(x, devise='cuda')
 
 
+def test_inference_mode_is_known_inside_it_as_in_torch():
+    import torch
+
+    for lib in (gt, torch):
+        states = [lib.is_inference_mode_enabled()]
+        with lib.inference_mode():
+            states.append(lib.is_inference_mode_enabled())
+            with lib.inference_mode(False):
+                states.append(lib.is_inference_mode_enabled())
+            states.append(lib.is_grad_enabled())
+        states.append(lib.is_inference_mode_enabled())
+        assert states == [False, True, False, False, False], lib
+
+
 def test_inference_mode_records_no_tape_as_a_context_and_a_decorator():
     weight = gt.ones(2, requires_grad=True)
     with gt.inference_mode():
