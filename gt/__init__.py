@@ -30,6 +30,7 @@ from gt import (
     special,
     utils,
 )
+from gt import foreach as _foreach
 from gt.amp import autocast
 from gt.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from gt.autograd import (
@@ -221,6 +222,8 @@ def __getattr__(name: str):
     name on the workers (gt/fallback.py); torch's constants and types are torch's."""
     if name in _FROM_TORCH:
         return getattr(_torch, name)
+    if name.startswith(_foreach.PREFIX) and hasattr(_torch, name):
+        return _foreach.function(name)
     return _torch_function(name)
 
 
