@@ -5,13 +5,14 @@ Updates are recorded under no_grad as rebindings and `step()` ends by sending th
 training step reaches the dispatcher as one fragment of the same structure every step.
 """
 
+import functools
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import torch
 
-from gt.autograd import enable_grad, no_grad
+from gt.autograd import RemovableHandle, enable_grad, no_grad
 from gt.nn.module import zero_grad_in_place
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, as_tensor
@@ -25,6 +26,47 @@ class _Required:
 required = _Required()  # a default that each parameter group must set, as in torch
 
 
+# Hooks on every optimizer's step (torch.optim.optimizer's functions of these names).
+_global_pre_hooks: list[Callable] = []
+_global_post_hooks: list[Callable] = []
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    _global_pre_hooks.append(hook)
+    return RemovableHandle(_global_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    _global_post_hooks.append(hook)
+    return RemovableHandle(_global_post_hooks, hook)
+
+
+def _hook_steps_of(cls: type) -> None:
+    """Wrap the `step` an optimizer class resolves to, once, so that the hooks run around
+    it, as torch patches each optimizer class it makes an instance of."""
+    step = cls.step
+    if getattr(step, 'hooked', False):
+        return
+
+    @functools.wraps(step)
+    def hooked_step(self: 'Optimizer', *args: Any, **kwargs: Any) -> Any:
+        arguments = (self, *args)
+        for hook in (*_global_pre_hooks, *self._step_pre_hooks):
+            result = hook(self, arguments, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f'{hook} must return None or a tuple of (new_args, '
+                                       f'new_kwargs), but got {result}.')
+                arguments, kwargs = result
+        out = step(*arguments, **kwargs)
+        for hook in (*self._step_post_hooks, *_global_post_hooks):
+            hook(self, arguments, kwargs)
+        return out
+
+    hooked_step.hooked = True
+    cls.step = hooked_step
+
+
 class Optimizer:
     """Base class of optimizers. Subclasses define `_update(group, numbers)`, which records
     one group's updates (under no_grad), or override `step()` as torch optimizers do."""
@@ -36,6 +78,9 @@ class Optimizer:
 
     def __init__(self, params: Iterable, defaults: dict) -> None:
         self.defaults = defaults
+        self._step_pre_hooks: list[Callable] = []
+        self._step_post_hooks: list[Callable] = []
+        _hook_steps_of(type(self))
         self.state: defaultdict[Tensor, dict] = defaultdict(dict)  # tensors hash by identity
         self.param_groups: list[dict] = []
         if isinstance(params, Tensor):
@@ -107,6 +152,17 @@ class Optimizer:
                 self._update(group, Numbers())
         connection.current().flush()
         return loss
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(optimizer, args, kwargs)` before each step; it may return new
+        `(args, kwargs)` for the step, as torch's."""
+        self._step_pre_hooks.append(hook)
+        return RemovableHandle(self._step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(optimizer, args, kwargs)` after each step, as torch's."""
+        self._step_post_hooks.append(hook)
+        return RemovableHandle(self._step_post_hooks, hook)
 
     def _update(self, group: dict, numbers: 'Numbers') -> None:
         """Record the updates of one parameter group (called under no_grad)."""
