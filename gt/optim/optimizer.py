@@ -51,7 +51,8 @@ def _hook_steps_of(cls: type) -> None:
     @functools.wraps(step)
     def hooked_step(self: 'Optimizer', *args: Any, **kwargs: Any) -> Any:
         arguments = (self, *args)
-        for hook in (*_global_pre_hooks, *self._step_pre_hooks):
+        # getattr: an optimizer pickled whole before hooks existed has no lists of them
+        for hook in (*_global_pre_hooks, *getattr(self, '_step_pre_hooks', ())):
             result = hook(self, arguments, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
@@ -59,7 +60,7 @@ def _hook_steps_of(cls: type) -> None:
                                        f'new_kwargs), but got {result}.')
                 arguments, kwargs = result
         out = step(*arguments, **kwargs)
-        for hook in (*self._step_post_hooks, *_global_post_hooks):
+        for hook in (*getattr(self, '_step_post_hooks', ()), *_global_post_hooks):
             hook(self, arguments, kwargs)
         return out
 
