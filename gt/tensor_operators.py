@@ -101,18 +101,18 @@ class OperatorMethods:
             raise RuntimeError(f'fill_ only supports 0-dimension value tensor but got tensor '
                                f'with {value.ndim} dimensions.')
         if isinstance(value, core.Tensor):  # its value, lazily; its gradient, as torch's
-            return self._fill(value.to(self.dtype).expand(*self._type.shape), uniform=False)
+            return self.copy_(value)
         if isinstance(value, torch.Tensor):
             value = value.item()
         return self._fill(core.creation('full', self._type.shape, self._type.dtype, value=value))
 
-    def _fill(self, constant: 'core.Tensor', uniform: bool = True) -> 'core.Tensor':
-        """Every element takes `constant`'s. A result that requires grad stays one, its
-        history giving the old value a zero gradient, as torch's FillBackward does.
-        `uniform`: a number, which torch writes through an expanded view too."""
+    def _fill(self, constant: 'core.Tensor') -> 'core.Tensor':
+        """Every element takes `constant`'s (a number's, which torch writes through an
+        expanded view too). A result that requires grad stays one, its history giving the
+        old value a zero gradient, as torch's FillBackward does."""
         if self.requires_grad and grad_mode.enabled:
             return self._rebind(core.apply('copy_into', [self, constant]))
-        return self._rebind(constant, uniform=uniform)
+        return self._rebind(constant, uniform=True)
 
     def copy_(self, source: 'core.Tensor') -> 'core.Tensor':
         """The values of `source`, placed where this tensor's were (torch keeps the device)."""

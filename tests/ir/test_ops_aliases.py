@@ -1,5 +1,6 @@
 """The alias rows ('detach', 'untracked_write'): a value under a second name, placed as
-its source is (or as the destination was), with the same values and no copy."""
+its source is, with the same values and no copy (untracked_write's placement, that of
+the value it replaces, is tested with copy_into's in test_ops_communication.py)."""
 
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / 'passes'))
 from graph_builder import GraphBuilder  # noqa: E402
 from simulate import run_sharded  # noqa: E402
 
-from gt.ir import OPS, Partial, Replicate, Shard, TensorType  # noqa: E402
+from gt.ir import OPS, Replicate, Shard, TensorType  # noqa: E402
 from gt.passes import PipelineOptions  # noqa: E402
 
 PLACEMENTS = [Shard(0, (1, 2)), Shard(1, (0, 1, 2, 3)), Replicate((3,))]
@@ -28,21 +29,6 @@ def test_detach_keeps_the_values_where_they_are(placement):
     assert [node.op for node in placed.nodes] == ['detach']
     assert placed.outputs[0].placement == placement
     torch.testing.assert_close(result, value, rtol=0, atol=0)
-
-
-@pytest.mark.parametrize('destination', [*PLACEMENTS, Partial((0, 1))], ids=str)
-def test_untracked_write_takes_the_sources_values_and_the_destinations_placement(
-        destination):
-    builder = GraphBuilder()
-    old = builder.input((8, 6), destination)
-    new = builder.input((8, 6), Replicate((0,)))
-    written = builder.emit('untracked_write', old, new)
-    values = [torch.randn(8, 6), torch.randn(8, 6)]
-    (result,), placed = run_sharded(builder.graph(written), PipelineOptions((0, 1, 2, 3), 0),
-                                    values)
-    expected = destination if not isinstance(destination, Partial) else Replicate((0, 1))
-    assert placed.outputs[0].placement == expected
-    torch.testing.assert_close(result, values[1], rtol=0, atol=0)
 
 
 def test_aliases_share_the_memory_of_their_source():

@@ -47,13 +47,14 @@ def test_each_move_delivers_each_worker_its_part(name, source, target, shape):
     torch.testing.assert_close(result, value, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize('op', ['copy_into', 'untracked_write'])  # the latter: aliases.py
 @pytest.mark.parametrize('destination', [Shard(0, (1, 2)), Shard(1, (0, 1, 2, 3)),
                                          Replicate((3,)), Partial((0, 1))])
-def test_copy_into_takes_the_sources_values_and_the_destinations_placement(destination):
+def test_a_write_takes_the_sources_values_and_the_destinations_placement(op, destination):
     builder = GraphBuilder()
     old = builder.input((8, 6), destination)
     new = builder.input((8, 6), Replicate((0,)))
-    copied = builder.emit('copy_into', old, new)
+    copied = builder.emit(op, old, new)
     values = [torch.randn(8, 6), torch.randn(8, 6)]
     (result,), placed = run_sharded(builder.graph(copied), PipelineOptions((0, 1, 2, 3), 0),
                                     values)
