@@ -119,6 +119,23 @@ class OperatorMethods:
         values = core.as_tensor(source).to(self.dtype).expand(*self._type.shape)
         return self._rebind(core.apply('copy_into', [self, values]))
 
+    def set_(self, source: 'core.Tensor | None' = None) -> 'core.Tensor':
+        """Share `source`'s values from now on, whatever shape this tensor had: a write
+        through either shows in the other (`set_()`: empty). Swaps a parameter's value
+        while an optimizer holds the same object (`nn.utils.parametrize` does); like
+        torch's, it has no derivative."""
+        if source is None:
+            source = core.creation('zeros', (0,), self._type.dtype)
+        elif not isinstance(source, core.Tensor):
+            raise TypeError(f'set_(): source must be a gt.Tensor, not {type(source).__name__}')
+        if source._type.dtype != self._type.dtype:
+            raise RuntimeError(f'Could not set tensor of type {source.dtype} to a tensor of '
+                               f'type {self.dtype}')
+        if grad_mode.enabled and source.requires_grad:
+            raise RuntimeError('derivative for set_ is not implemented (call it under '
+                               'gt.no_grad())')
+        return self._replace(source.detach())
+
     def _in_place(self, op: str, other: Any) -> 'core.Tensor':
         """`self op= other` as torch does it: the result keeps self's shape and dtype."""
         return self._assign(core.binary(op, self, other))

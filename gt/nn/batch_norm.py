@@ -119,6 +119,20 @@ class _NormBase(Module):
             for name in ('running_mean', 'running_var', 'num_batches_tracked'):
                 self.register_buffer(name, None)
 
+    _version = 2  # the version that added num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, *problems: list) -> None:
+        """A state saved before version 2, or without versions (a plain dict), may lack
+        num_batches_tracked: the module keeps its own, as torch's does."""
+        version = local_metadata.get('version')
+        key = prefix + 'num_batches_tracked'
+        if (version is None or version < 2) and self.track_running_stats \
+                and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                else torch.tensor(0, dtype=torch.long)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, *problems)
+
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean.zero_()

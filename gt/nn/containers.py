@@ -117,11 +117,12 @@ class ModuleList(_Positional):
                 runs[-1][1] = index
             else:
                 runs.append([index, index, text])
+        name = type(self).__name__
         if not runs:
-            return 'ModuleList()'
+            return f'{name}()'
         lines = [(f'({first}): ' if first == last else f'({first}-{last}): {last - first + 1} x ')
                  + text.replace('\n', '\n  ') for first, last, text in runs]
-        return 'ModuleList(\n  ' + '\n  '.join(lines) + '\n)'
+        return f'{name}(\n  ' + '\n  '.join(lines) + '\n)'
 
     def __getitem__(self, index: int | slice) -> Any:
         modules = list(self._modules.values())

@@ -4,31 +4,15 @@ through `state_dict()`, which holds torch tensors, so weights move both ways bet
 and PyTorch models.
 """
 
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 from typing import Any, Iterator
 
-import numpy as np
 import torch
 
 from gt.autograd import no_grad
-from gt.nn import module_hooks
+from gt.nn import module_hooks, module_state
 from gt.nn.parameter import Buffer, Parameter
-from gt.runtime import client as connection
-from gt.snapshot import snapshot
 from gt.tensor import Tensor
-
-
-class IncompatibleKeys(namedtuple('IncompatibleKeys', ['missing_keys', 'unexpected_keys'])):
-    """What load_state_dict returns; printed as torch prints its own."""
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return '<All keys matched successfully>'
-        return (f'_IncompatibleKeys(missing_keys={self.missing_keys!r}, '
-                f'unexpected_keys={self.unexpected_keys!r})')
-
-    __str__ = __repr__
-
 
 REGISTRIES = ('_parameters', '_buffers', '_modules')
 
@@ -43,6 +27,11 @@ class Module:
     _forward_pre_hooks: list | None = None
     _forward_hooks: list | None = None
     _backward_hooks: list | None = None
+    _state_dict_pre_hooks: list | None = None
+    _state_dict_hooks: list | None = None
+    _load_state_dict_pre_hooks: list | None = None
+    _load_state_dict_post_hooks: list | None = None
+    _version = 1  # saved in state_dict's _metadata, for a class's old-checkpoint loading
 
     def __init__(self) -> None:
         object.__setattr__(self, '_parameters', OrderedDict())
@@ -110,6 +99,8 @@ class Module:
                                  f'Module.__init__() is called (call super().__init__() first)')
         parameters, modules = registries
         if isinstance(value, Parameter):
+            if isinstance(getattr(type(self), name, None), property):  # parametrized
+                raise KeyError(f"attribute '{name}' already exists")
             self._forget(name, keep='_parameters')  # a name keeps its place, as in torch
             parameters[name] = value
         elif parameters is not None and name in parameters:
@@ -348,64 +339,65 @@ class Module:
                            'session; a process started from this one cannot reach them '
                            '(make its model in the process, or train in this one)')
 
-    # ---- saving and loading --------------------------------------------------------------
-    def state_dict(self, keep_vars: bool = False) -> 'OrderedDict[str, Any]':
-        """Parameters and buffers by dotted name, as CPU torch tensors fetched in one round
-        trip (or the gt tensors themselves with `keep_vars=True`). Each is its tensor's
-        `.data` (gt/snapshot.py): torch's alias its parameters, and a moving average
-        written into them (`v *= d; v += (1 - d) * w`, `v.copy_(w)`) must reach the model."""
-        entries = list(self._state_entries())
-        if keep_vars or not entries:
-            return OrderedDict(entries)
-        values = connection.current().fetch([tensor._id for _, tensor in entries])
-        return OrderedDict((name, snapshot(value, tensor))
-                           for (name, tensor), value in zip(entries, values))
+    # ---- saving and loading (gt/nn/module_state.py) -------------------------------------
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = '',
+                   keep_vars: bool = False) -> 'OrderedDict[str, Any]':
+        """Parameters, persistent buffers and extra state by dotted name, as CPU torch
+        tensors fetched in one round trip (the gt tensors themselves with `keep_vars`).
+        Each is its tensor's `.data` (gt/snapshot.py): torch's alias its parameters, and a
+        moving average written into them (`v.copy_(w)`) must reach the model."""
+        return module_state.state_dict(self, args, destination, prefix, keep_vars)
 
-    def _state_entries(self, prefix: str = '') -> Iterator[tuple[str, Tensor]]:
-        """torch's order: each module's parameters, then its persistent buffers, then its
-        children; a module shared by two parents appears under both names, as in torch."""
-        for name, tensor in self._parameters.items():
-            if tensor is not None:
-                yield prefix + name, tensor
-        for name, tensor in self._buffers.items():
-            if tensor is not None and name not in self._non_persistent_buffers_set:
-                yield prefix + name, tensor
-        for name, module in self._modules.items():
-            if module is not None:
-                yield from module._state_entries(f'{prefix}{name}.')
+    def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
+        module_state.save_own(self, destination, prefix, keep_vars)
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict: Any, strict: bool = True,
+                        assign: bool = False) -> module_state.IncompatibleKeys:
         """Copy values (torch tensors, numpy arrays or gt tensors) into the parameters and
-        buffers of the same names, as torch does, checking names and shapes first."""
-        from gt.creation import tensor as make_tensor
+        buffers of the same names, as torch does, after checking every name and shape;
+        `assign` makes the given tensors the module's own."""
+        return module_state.load_state_dict(self, state_dict, strict, assign)
 
-        own = OrderedDict(self._state_entries())
-        missing = [name for name in own if name not in state_dict]
-        unexpected = [name for name in state_dict if name not in own]
-        problems = []  # torch's messages, in torch's order
-        if strict and missing:
-            problems.append('Missing key(s) in state_dict: '
-                            + ', '.join(f'"{name}"' for name in missing) + '. ')
-        if strict and unexpected:
-            problems.append('Unexpected key(s) in state_dict: '
-                            + ', '.join(f'"{name}"' for name in unexpected) + '. ')
-        for name, value in state_dict.items():
-            if name in own and tuple(np.shape(value)) != tuple(own[name].shape):
-                problems.append(f'size mismatch for {name}: copying a param with shape '
-                                f'{torch.Size(np.shape(value))} from checkpoint, the shape in '
-                                f'current model is {own[name].shape}.')
-        if problems:
-            raise RuntimeError(f'Error(s) in loading state_dict for {type(self).__name__}:\n\t'
-                               + '\n\t'.join(problems))
-        with no_grad():
-            for name, target in own.items():
-                if name not in state_dict:
-                    continue
-                value = state_dict[name]
-                if not isinstance(value, Tensor):
-                    value = make_tensor(value, dtype=target.dtype)
-                target.copy_(value)  # keeps the parameter's placement
-        return IncompatibleKeys(missing, unexpected)
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        module_state.load_own(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs)
+
+    def get_extra_state(self) -> Any:
+        """Overridden to save state that is not a tensor under `<prefix>_extra_state`."""
+        raise RuntimeError('Reached a code path in Module.get_extra_state() that should never '
+                           'be called: a module that saves extra state overrides it.')
+
+    def set_extra_state(self, state: Any) -> None:
+        raise RuntimeError('Reached a code path in Module.set_extra_state() that should never '
+                           'be called: a module that saves extra state overrides it.')
+
+    def register_state_dict_pre_hook(self, hook: Any) -> Any:
+        """`hook(module, prefix, keep_vars)` before the module saves its entries."""
+        return module_hooks.add_hook(self, '_state_dict_pre_hooks', hook, False)
+
+    def register_state_dict_post_hook(self, hook: Any) -> Any:
+        """`hook(module, state_dict, prefix, local_metadata)`, which may change the dict."""
+        return module_hooks.add_hook(self, '_state_dict_hooks', (hook, True), False)
+
+    def _register_state_dict_hook(self, hook: Any) -> Any:
+        """As the post hook, but what it returns, if not None, replaces the dict."""
+        return module_hooks.add_hook(self, '_state_dict_hooks', (hook, False), False)
+
+    def register_load_state_dict_pre_hook(self, hook: Any) -> Any:
+        """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` before the module loads, to rename keys."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook: Any, with_module: bool = False) -> Any:
+        return module_hooks.add_hook(self, '_load_state_dict_pre_hooks', (hook, with_module),
+                                     False)
+
+    def register_load_state_dict_post_hook(self, hook: Any) -> Any:
+        """`hook(module, incompatible_keys)` after loading; it may excuse keys by removing
+        them from the lists."""
+        return module_hooks.add_hook(self, '_load_state_dict_post_hooks', hook, False)
 
     # ---- printing ------------------------------------------------------------------------
     def extra_repr(self) -> str:

@@ -21,7 +21,8 @@ class Scaled(nn.Module):
 
 
 def state(module: nn.Module) -> list[tuple]:
-    return [(name, tensor._id, tensor.dtype) for name, tensor in module._state_entries()]
+    return [(name, tensor._id, tensor.dtype)
+            for name, tensor in module.state_dict(keep_vars=True).items()]
 
 
 @pytest.mark.parametrize('device', ['cuda', 'cpu', 'gt', 'cuda:1', torch.device('cuda', 0), 0])
