@@ -22,8 +22,6 @@ from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them
     set_grad_enabled,
 )
 from gt.ir import OPS
-from gt.ir.dtypes import SHORT_NAMES
-from gt.ir.printer import COMMENT_COLUMN, format_attr
 
 _sequence = itertools.count()
 # The tape nodes recorded, weakly, oldest first, for gt.debug.print_tape(): a plain list
@@ -44,6 +42,16 @@ class TapeNode:
         self.op = op
         self.inputs = list(inputs)
         self.input_ids = [t._id for t in inputs]  # to notice inputs updated in place later
+        reference = weakref.ref(self)
+        for tensor in inputs:
+            if tensor.grad_fn is None:  # what hand_over finds when the tensor is written
+                readers = tensor._readers
+                if readers is None:
+                    tensor._readers = [reference]
+                else:
+                    readers.append(reference)
+                    if len(readers) >= 64 and len(readers) & (len(readers) - 1) == 0:
+                        readers[:] = [r for r in readers if r() is not None]
         self.attrs = attrs
         self.output_ids = [out._id for out in outputs]
         self.output_types = [out._type for out in outputs]
@@ -56,7 +64,7 @@ class TapeNode:
         # output index -> its tensor, weakly, if it called retain_grad(): its .grad is
         # the output's gradient after the hooks, as in torch
         self.retained: dict[int, weakref.ref] = {}
-        live_nodes.append(weakref.ref(self))
+        live_nodes.append(reference)
         if len(live_nodes) >= _prune_at:
             _prune_live_nodes()
         if anomaly_mode.enabled:
@@ -69,17 +77,17 @@ class TapeNode:
 
 def hand_over(tensor: Any, candidates: list) -> Any:
     """Before `tensor` takes another value: the tape nodes that read it get a stand-in
-    owning its old value and history, which is what their rules must read. Those are the
-    `candidates` that read it (an in-place op's own node: `h += x` reads h) and, for a
-    tensor with history, the nodes recorded since its value was made (`s = h.sum()`
-    before `h.add_(1)`, which torch allows where the rule saved no input; for a view
-    with no history, since the view's value was made). Returns the stand-in, or None
-    when no node reads the old value, which may then be released."""
+    owning its old value and history, which is what their rules must read (`s = h.sum()`
+    before `h.add_(1)`, which torch allows where the rule saved no input; a leaf's
+    gradient still goes to the leaf). Those are the `candidates` that read it (an
+    in-place op's own node: `h += x` reads h) and, for a tensor with history, the nodes
+    recorded since its value was made; one without history remembers its readers.
+    Returns the stand-in, or None when no node reads the old value, which may then be
+    released."""
     readers = [node for node in candidates
                if node is not None and any(t is tensor for t in node.inputs)]
-    made = tensor.grad_fn.sequence if tensor.grad_fn is not None \
-        else None if tensor._view is None else tensor._view.made
-    if made is not None:
+    if tensor.grad_fn is not None:
+        made = tensor.grad_fn.sequence
         for reference in reversed(live_nodes):  # recorded in order: newest first
             node = reference()
             if node is None:
@@ -88,6 +96,13 @@ def hand_over(tensor: Any, candidates: list) -> Any:
                 break
             if any(t is tensor for t in node.inputs):
                 readers.append(node)
+    elif tensor._readers is not None:
+        for reference in tensor._readers:
+            node = reference()
+            if node is not None and not node.freed and node not in readers \
+                    and any(t is tensor for t in node.inputs):
+                readers.append(node)
+        tensor._readers = None
     if not readers:
         return None
     old = tensor._stand_in()
@@ -310,7 +325,7 @@ def _apply_rule(node: TapeNode, rule: Callable, outputs: list, grads: dict, assi
         if anomaly_mode.enabled:
             anomaly_mode.produced(node, index, grad)
         if tensor.grad_fn is None:
-            _arrive(tensor, grad, arrived)
+            _arrive(tensor if tensor._leaf_of is None else tensor._leaf_of, grad, arrived)
             continue
         key = (id(tensor.grad_fn), tensor.grad_fn.output_ids.index(tensor._id))
         grads[key] = grad if key not in grads else emit('add', grads[key], grad)
@@ -439,42 +454,6 @@ def sum_to_shape(grad: Any, shape: tuple[int, ...], emit: Callable) -> Any:
     if dims:
         grad = emit('sum', grad, dim=dims, keepdim=True)
     return emit('reshape', grad, shape=list(shape))
-
-
-def tape_lines() -> list[str]:
-    """The live tape, oldest first, in the IR's print style: one line per recorded op.
-
-    Names are given here: `%0, %1, ...` for values the tape made, `%a0, %a1, ...` (typed in
-    the header, `*` marking those that require grad) for the tensors it started from.
-    """
-    nodes = [node for node in (reference() for reference in live_nodes) if node is not None]
-    names: dict[int, str] = {}
-    for node in nodes:
-        for value_id in node.output_ids:
-            names[value_id] = f'%{len(names)}'
-    arguments: list[str] = []
-    body = []
-    for node in nodes:
-        operands = []
-        for tensor, value_id in zip(node.inputs, node.input_ids):
-            if value_id not in names:
-                names[value_id] = f'%a{len(arguments)}'
-                marker = '*' if tensor.requires_grad else ''
-                arguments.append(f'{names[value_id]}: {_format_type(tensor._type)}{marker}')
-            operands.append(names[value_id])
-        if node.freed:
-            operands = ['<freed>']
-        operands += [f'{key}={format_attr(value)}' for key, value in node.attrs.items()]
-        results = ', '.join(f'{names[value_id]}: {_format_type(value_type)}'
-                            for value_id, value_type in zip(node.output_ids, node.output_types))
-        statement = f'  {results} = {node.op}({", ".join(operands)})'
-        body.append(f'{statement.ljust(COMMENT_COLUMN)}  # {node.name}')
-    return [f'tape({", ".join(arguments)}) {{', *body, '}']
-
-
-def _format_type(value_type: Any) -> str:
-    shape = ','.join(str(size) for size in value_type.shape)
-    return f'{SHORT_NAMES[value_type.dtype]}[{shape}]'
 
 
 FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})

@@ -5,7 +5,7 @@ import os
 import shutil
 import subprocess
 
-from gt import autograd, backward_replay
+from gt import backward_replay, tape_printing
 from gt.runtime import client as connection
 
 
@@ -97,7 +97,7 @@ def view_ir(path: str) -> str:
 
 def print_tape() -> None:
     """Print the autograd tape that is alive now: what backward() would walk, oldest first."""
-    print('\n'.join(autograd.tape_lines()))
+    print('\n'.join(tape_printing.tape_lines()))
 
 
 def get_backward_stats() -> dict:

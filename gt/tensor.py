@@ -38,8 +38,9 @@ from gt.tensor_values import ValueMethods
 
 class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMethods):
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
-                 '_hooks', '_view', '_views', '__weakref__')
+                 '_hooks', '_view', '_views', '_readers', '__weakref__')
     _copies_grad = True  # by copy.deepcopy
+    _leaf_of = None  # a LeafStandIn's leaf
 
     def __init__(self, *data: Any, **placement: Any):
         """torch's legacy constructor: `gt.Tensor([1, 2])` (data, as float32),
@@ -164,7 +165,11 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
     def _stand_in(self) -> 'Tensor':
         """A new tensor that owns this one's value and history, for tape nodes that read
         it, before this one takes another value (`autograd.hand_over`)."""
-        old = wrap(self._id, self._type, self._client)
+        if self.grad_fn is None and self.requires_grad:
+            old = wrap(self._id, self._type, self._client, _new_object(LeafStandIn))
+            old._leaf_of = self
+        else:
+            old = wrap(self._id, self._type, self._client)
         old.requires_grad, old.grad_fn = self.requires_grad, self.grad_fn
         return old
 
@@ -253,8 +258,14 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         return views.mark(views.DETACH.take(self), self, views.DETACH)
 
     def detach_(self) -> 'Tensor':
+        """No history from now on; what was recorded from it keeps it (`h.detach_()`
+        between a forward and its backward, in truncated BPTT)."""
         if self._view is not None and self.grad_fn is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self.grad_fn is not None:
+            alias = views.DETACH.take(self)  # the same value under a second id, no copy
+            if autograd.hand_over(self, []) is not None:  # readers keep the old id
+                self._id, alias._id = alias._id, None
         self.grad_fn, self.requires_grad = None, False
         return self
 
@@ -292,6 +303,13 @@ def _remember(key: tuple, types: tuple) -> None:
 _new_object = object.__new__
 
 
+class LeafStandIn(Tensor):
+    """Holds a leaf's old value for the tape nodes that read it before it was written
+    (autograd.hand_over); their gradients still go to the leaf, as torch's do."""
+
+    __slots__ = ('_leaf_of',)
+
+
 def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = None) -> Tensor:
     """The Tensor naming value `value_id` of `client`'s session: how GT makes every
     tensor (`tensor`, when given, is an allocated Tensor or subclass to fill in)."""
@@ -307,6 +325,7 @@ def wrap(value_id: int, type_: TensorType, client: Any, tensor: Tensor | None = 
     tensor._hooks = None  # a leaf's gradient hooks (a non-leaf's live on its tape node)
     tensor._view = None  # what it is a view of (gt/views.py)
     tensor._views = None  # weak references to its views
+    tensor._readers = None  # without history: weak references to the tape nodes reading it
     return tensor
 
 

@@ -23,11 +23,11 @@ and `is_contiguous()` answer as torch's would, from the same view of a meta tens
 """
 
 import weakref
+from contextlib import nullcontext
 from typing import Any, Callable, NamedTuple
 
 import torch
 
-from gt import autograd
 from gt.autograd import grad_mode, no_grad
 
 
@@ -48,16 +48,13 @@ class View:
     """What a view aliases: its base (weakly), the base's shape, the steps from it, and
     the tape node of the first step (whose input is the base), if it has one."""
 
-    __slots__ = ('base', 'base_shape', 'steps', 'node', 'made', '_layout')
+    __slots__ = ('base', 'base_shape', 'steps', 'node', '_layout')
 
     def __init__(self, base: Any, steps: tuple, node: Any) -> None:
         self.base = weakref.ref(base)
         self.base_shape = base._type.shape
         self.steps = steps
         self.node = node
-        # Where on the tape the view's value was made: tape nodes since may read it, and
-        # get its old value when a write to the base refreshes it (autograd.hand_over).
-        self.made = autograd.next_sequence()
         self._layout: torch.Tensor | None = None
 
     def layout(self) -> torch.Tensor:
@@ -156,12 +153,15 @@ def write_back(tensor: Any, base: Any) -> None:
     The tape nodes that read the base to make its live views, and the put and take
     here, get the base's old value, which is what they read (`autograd.hand_over`)."""
     view = tensor._view
-    parents = [base]
-    for step in view.steps[:-1]:
-        parents.append(step.take(parents[-1]))
-    value = tensor
-    for step, parent in zip(reversed(view.steps), reversed(parents)):
-        value = step.put(parent, value)
+    # Through a detach() anywhere on the way, autograd sees none of the write (`h[1:3]
+    # .detach().zero_()`): the base keeps its history, its gradient going to the old value.
+    with no_grad() if any(step.detaches for step in view.steps) else nullcontext():
+        parents = [base]
+        for step in view.steps[:-1]:
+            parents.append(step.take(parents[-1]))
+        value = tensor
+        for step, parent in zip(reversed(view.steps), reversed(parents)):
+            value = step.put(parent, value)
     readers = [parents[1].grad_fn if len(parents) > 1 else None]
     for reference in base._views or ():
         other = reference()
@@ -185,7 +185,6 @@ def refresh(base: Any, written: Any = None) -> None:
             for step in view._view.steps:
                 value = step.take(value)
             view._take(value)
-            view._view.made = autograd.next_sequence()
     base._views = live or None
 
 

@@ -246,14 +246,28 @@ def test_in_place_update_of_a_leaf_that_requires_grad():
     assert_same(x, xt)
 
 
-def test_a_saved_leaf_changed_in_place_raises_and_a_non_leaf_keeps_its_value():
+def test_a_tensor_changed_in_place_after_use_keeps_the_value_the_tape_read():
+    """torch raises where a rule saved the changed tensor (mul) and not where none did
+    (add); GT's tape keeps the old value either way, the gradient torch gives where it
+    does not raise, and a leaf's gradient still reaches the leaf."""
+    (x, xt), (w, wt) = pair(), pair(DATA * 2)
+    y, t_y = (x * w).sum(), (xt * wt).sum()
+    with torch.no_grad(), gt.no_grad():
+        w += 1
+        wt += 1
+    with pytest.raises(RuntimeError, match='modified by an inplace operation'):
+        t_y.backward()
+    y.backward()
+    assert_same(x.grad, wt - 1)
+    assert_same(w.grad, xt)
     (x, xt), (w, wt) = pair(), pair()
     for leaf, weight, library in ((x, w, gt), (xt, wt, torch)):
-        y = (leaf * weight).sum()
+        y = (leaf + weight).sum()
         with library.no_grad():
-            weight += 1
-        with pytest.raises(RuntimeError, match='in-?place operation'):
-            y.backward()
+            weight.mul_(2)
+        y.backward()
+    assert_same(w.grad, wt.grad)
+    (x, xt), (w, wt) = pair(), pair()
     hidden, t_hidden = x.tanh(), xt.tanh()
     (t_hidden * wt).sum().backward(retain_graph=True)  # the gradient before the change
     y, t_y = (hidden * w).sum(), (t_hidden * wt).sum()
