@@ -415,7 +415,9 @@ class RemovableHandle:
 
 def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
     """Add `grad` into `tensor.grad`; each leaf gets a tensor object of its own, since an
-    in-place update of one leaf's grad must not change another's."""
+    in-place update of one leaf's grad must not change another's. A leaf's is added in
+    place, as torch's AccumulateGrad does without create_graph, so a reference to it
+    (`g = w.grad` before a second backward) sees the sum."""
     from gt.tensor import emit
 
     if tensor._grad is None:
@@ -423,6 +425,8 @@ def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
             grad = emit('cast', grad, dtype=grad._type.dtype)
         assigned.add(id(grad))
         tensor._grad = grad
+    elif tensor.grad_fn is None and not grad_mode.enabled:
+        tensor._grad._rebind(emit('add', tensor._grad, grad))
     else:
         tensor._grad = emit('add', tensor._grad, grad)
 

@@ -236,7 +236,7 @@ class _Tap:
 
 def _record(tape: Tape, client: Any, run_rules: Callable[[], Any]) -> Recorded | None:
     tap = _Tap(client, tape)
-    before = [leaf._grad for leaf in tape.leaves]
+    before = [None if leaf._grad is None else leaf._grad._id for leaf in tape.leaves]
     client.record, client.record_binary = tap.record, tap.record_binary
     client.add_literal, client.add_data = tap.add_literal, tap.add_data
     try:
@@ -245,7 +245,7 @@ def _record(tape: Tape, client: Any, run_rules: Callable[[], Any]) -> Recorded |
         del client.record, client.record_binary, client.add_literal, client.add_data
     grads = []
     for index, (leaf, old) in enumerate(zip(tape.leaves, before)):
-        if leaf._grad is old:
+        if (None if leaf._grad is None else leaf._grad._id) == old:
             continue
         made = tap.made.get(leaf._grad._id)
         if made is None:
@@ -292,4 +292,8 @@ def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
         for value in done:
             release(start + value)
     for leaf, index, value_type in recorded.grads:
-        tape.leaves[leaf]._grad = wrap(start + index, value_type, client)
+        tensor, grad = tape.leaves[leaf], wrap(start + index, value_type, client)
+        if tensor._grad is None:
+            tensor._grad = grad
+        else:  # added in place, as the rules' pass does (autograd._accumulate)
+            tensor._grad._rebind(grad)

@@ -6,7 +6,8 @@ collate table (the extension point torch's collate keeps for types it does not k
 makes a batch `gt.stack` of its samples, recorded lazily like any op.
 
 A loader draws from torch's global generator: a seed for its iterator at each
-`iter(loader)`, and a RandomSampler's seed at its first batch. In a torch script on the
+`iter(loader)`, a random sampler's seed or permutation at its first batch, and
+`random_split` its permutation. In a torch script on the
 CPU that is the generator dropout and `randn` draw from, so those draws move the model's
 later ones and fix the shuffle. GT's draws come from the session's generator on the
 workers, so here, while a loader without its own `generator=` draws, torch's generator
@@ -22,7 +23,13 @@ import contextlib
 from typing import Any, Iterator
 
 import torch
-from torch.utils.data import DataLoader, RandomSampler
+import torch.utils.data.dataset
+from torch.utils.data import (
+    DataLoader,
+    RandomSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 from torch.utils.data._utils.collate import default_collate_fn_map
 
 from gt.functional import stack
@@ -76,6 +83,7 @@ def _loader_iter(original: Any) -> Any:
 
 
 def _sampler_iter(original: Any) -> Any:
+    """A random sampler draws its permutation or its seed with its first index."""
     def __iter__(self: RandomSampler) -> Iterator[int]:
         indices = original(self)
         if self.generator is None:  # its seed is drawn with the first index
@@ -88,9 +96,34 @@ def _sampler_iter(original: Any) -> Any:
     return __iter__
 
 
+def _random_split(original: Any) -> Any:
+    def random_split(dataset: Any, lengths: Any, generator: Any = torch.default_generator
+                     ) -> Any:
+        if generator is not torch.default_generator:
+            return original(dataset, lengths, generator)
+        with shared_stream():
+            return original(dataset, lengths, generator)
+    random_split.__doc__ = original.__doc__
+    return random_split
+
+
+def _weights_as_torch(original: Any) -> Any:
+    """torch's sampler reads its weights with torch.as_tensor, which cannot read a GT
+    tensor: it gets the values (one fetch)."""
+    def __init__(self: WeightedRandomSampler, weights: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(weights, Tensor):
+            weights = weights._value()
+        original(self, weights, *args, **kwargs)
+    return __init__
+
+
 def register_collate() -> None:
-    """Called once by `import gt`: the collate entry, and the loader's and the random
-    sampler's draws from the shared stream."""
+    """Called once by `import gt`: the collate entry, and the draws of the loader, the
+    random samplers and random_split from the shared stream."""
     default_collate_fn_map[Tensor] = collate_tensors
     DataLoader.__iter__ = _loader_iter(DataLoader.__iter__)
-    RandomSampler.__iter__ = _sampler_iter(RandomSampler.__iter__)
+    for sampler in (RandomSampler, SubsetRandomSampler, WeightedRandomSampler):
+        sampler.__iter__ = _sampler_iter(sampler.__iter__)
+    WeightedRandomSampler.__init__ = _weights_as_torch(WeightedRandomSampler.__init__)
+    torch.utils.data.random_split = torch.utils.data.dataset.random_split = \
+        _random_split(torch.utils.data.dataset.random_split)

@@ -5,13 +5,15 @@ from typing import Any
 
 import torch
 
+from gt import views
 from gt.autograd import set_requires_grad
 from gt.tensor import Tensor, wrap
 
 
 class Parameter(Tensor):
     """A leaf tensor that requires grad and that a Module registers when assigned to it.
-    `data` may be a gt Tensor (its value is copied), a torch tensor or a numpy array."""
+    `data` may be a gt Tensor (whose values it shares, as torch's shares storage), a
+    torch tensor or a numpy array (copied)."""
 
     __slots__ = ()
     _copies_grad = False  # torch's Parameter.__deepcopy__ leaves .grad behind
@@ -43,8 +45,8 @@ class Buffer(Tensor):
 
 
 def _take_value(target: Tensor, data: Any) -> None:
-    """Give `target` a detached copy of `data` (a gt Tensor, a torch tensor, an array; an
-    empty tensor for None) as its own value."""
+    """Give `target` `data`'s values, with no history (a gt Tensor's shared, as its
+    `detach()` shares them; a torch tensor's or an array's copied; None: empty)."""
     from gt.creation import tensor, zeros
 
     target._id = None  # until the value exists: a failed construction releases nothing
@@ -55,4 +57,5 @@ def _take_value(target: Tensor, data: Any) -> None:
     else:
         source = tensor(data)
     wrap(source._id, source._type, source._client, target)
-    source._id = None  # the detached copy is ours alone: take over its value
+    views.adopt(target, source)  # a detach() is a view: the target is it, in its place
+    source._id = None

@@ -194,8 +194,16 @@ class RNNBase(Module):
                 finals.append(state)
             input = outputs[0] if directions == 1 else cat(outputs, -1)
             if layer < self.num_layers - 1:
-                input = F.dropout(input, self.dropout, self.training)
+                input = self._dropped(input, batch_sizes)
         return input, finals
+
+    def _dropped(self, output: Tensor, batch_sizes: Any) -> Tensor:
+        """Dropout between layers; a packed sequence's on its packed data, in packed
+        order, as torch's kernel draws it (padded, the mask would be another draw)."""
+        if batch_sizes is None:
+            return F.dropout(output, self.dropout, self.training)
+        packed = F.dropout(pack_steps(output, batch_sizes), self.dropout, self.training)
+        return pad_steps(packed, batch_sizes, output.shape[0])
 
     def _forward(self, input: Tensor, states: list[Tensor | None], name: str
                  ) -> tuple[Tensor, list[Tensor]]:

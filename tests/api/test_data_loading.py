@@ -54,6 +54,31 @@ def test_a_loader_shares_the_sessions_random_stream_as_torchs_shares_its_generat
     assert seen[:half] == seen[half:]
 
 
+def test_random_split_and_the_other_random_samplers_share_the_stream_too():
+    """random_split, SubsetRandomSampler and WeightedRandomSampler (its weights a GT
+    tensor) draw from torch's global generator: after a model's draws, their choices and
+    every draw after them are torch's."""
+    seen = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        lib.nn.Linear(3, 5)
+        data = TensorDataset(lib.arange(10.0))
+        train, _ = torch.utils.data.random_split(data, [0.8, 0.2])
+        seen.append(train.indices)
+        seen.append(lib.rand(2).tolist())
+        subset = torch.utils.data.SubsetRandomSampler(range(6))
+        seen.append([b.tolist() for (b,) in DataLoader(data, batch_size=3, sampler=subset)])
+        seen.append(lib.rand(1).tolist())
+        weighted = torch.utils.data.WeightedRandomSampler(lib.tensor([0.1, 0.9, 0.5]), 4)
+        seen.append(list(weighted))
+        seen.append(lib.rand(1).tolist())
+        own, _ = torch.utils.data.random_split(data, [5, 5],
+                                               generator=torch.Generator().manual_seed(3))
+        seen.append(own.indices)
+    half = len(seen) // 2
+    assert seen[:half] == seen[half:]
+
+
 def test_torch_code_that_seeds_torchs_generator_keeps_it():
     """A generator that torch code in the client seeded is that code's: the loader draws
     from it as it would without GT."""

@@ -22,6 +22,28 @@ def assert_same(got, want):
     torch.testing.assert_close(got, want.detach(), rtol=1e-7, atol=0)
 
 
+def test_a_leafs_gradient_accumulates_in_place_as_torchs():
+    """torch's AccumulateGrad adds into the existing .grad (without create_graph), so a
+    reference taken before a second backward, and a detach() of it, see the sum; a
+    retained non-leaf's is a new tensor each time."""
+    seen = []
+    for library in (gt, torch):
+        w = library.ones(2, requires_grad=True)
+        (w * 3).sum().backward()
+        g, d = w.grad, w.grad.detach()
+        (w * 2).sum().backward()
+        seen.append([g.tolist(), d.tolist(), g is w.grad])
+        w.grad.zero_()
+        seen.append(g.tolist())
+        h = w * 2
+        h.retain_grad()
+        (h * 3).sum().backward(retain_graph=True)
+        first = h.grad
+        (h * 3).sum().backward()
+        seen.append([first.tolist(), h.grad.tolist(), first is h.grad])
+    assert seen[:3] == seen[3:]
+
+
 def test_gradients_accumulate_across_backward_calls():
     (x, xt), (w, wt) = pair(), pair(DATA * 2)
     for _ in range(2):

@@ -48,3 +48,19 @@ def test_bad_arguments_raise_as_torch():
             lib.Embedding(3, 2, padding_idx=3)
         with pytest.raises(AssertionError, match='2-dimensional'):
             lib.Embedding.from_pretrained((gt if lib is nn else torch).ones(3))
+
+
+def test_max_norm_lookups_twice_before_backward_as_torch():
+    """Each lookup renormalizes rows in place; the first lookup's gradient needs only its
+    indices, so torch allows a second lookup before backward (matrix factorization's
+    `score(u, pos) - score(u, neg)`), and so does GT."""
+    results = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        table = lib.nn.Embedding(10, 3, max_norm=1.0)
+        first = table(lib.tensor([1, 2])).sum()
+        second = (table(lib.tensor([3, 1])) ** 2).sum()
+        (first + second).backward()
+        results.append([table.weight.grad, table.weight])
+    for got, want in zip(*results):
+        torch.testing.assert_close(got.data, want.detach(), rtol=1e-6, atol=1e-6)

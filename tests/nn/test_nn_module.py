@@ -93,8 +93,11 @@ def test_parameter():
     source = gt.tensor([1.0, 2.0])
     parameter = nn.Parameter(source)
     assert isinstance(parameter, gt.Tensor) and parameter.is_leaf and parameter.requires_grad
-    source += 1  # a copy: updating the source leaves the parameter alone
-    assert parameter.tolist() == [1.0, 2.0]
+    source += 1  # shared, as torch's Parameter shares its source's storage
+    assert parameter.tolist() == [2.0, 3.0]
+    with gt.no_grad():
+        parameter.mul_(2)
+    assert source.tolist() == [4.0, 6.0] and parameter.is_leaf
     assert nn.Parameter(np.ones(3, np.float32)).tolist() == [1.0, 1.0, 1.0]
     assert not nn.Parameter(torch.ones(2), requires_grad=False).requires_grad
     assert 'Parameter containing' in repr(parameter)

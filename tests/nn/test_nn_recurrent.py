@@ -264,6 +264,26 @@ def test_training_dropout_draws_torchs_mask_after_the_same_seed(mode):
         assert_close(a, b)
 
 
+@pytest.mark.parametrize('mode, bidirectional', [('LSTM', False), ('GRU', True),
+                                                 ('RNN', False)])
+def test_packed_training_dropout_is_torchs_and_keeps_the_stream_in_step(mode, bidirectional):
+    """torch's packed kernel drops the packed data between layers (fewer elements than
+    the padded batch, in packed order): outputs, gradients and the next draw are torch's."""
+    results = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        net = getattr(lib.nn, mode)(4, 5, num_layers=3, dropout=0.5,
+                                    bidirectional=bidirectional)
+        x = lib.randn(6, 3, 4, requires_grad=True)
+        packed = lib.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([6, 4, 2]))
+        out, state = net(packed)
+        last = state[0] if mode == 'LSTM' else state
+        (out.data.sum() + (last * last).sum()).backward()
+        results.append([out.data, x.grad, net.weight_hh_l0.grad, lib.rand(3)])
+    for got, want in zip(*results):
+        assert_close(got, want)
+
+
 def test_dropout_with_one_layer_warns_as_torch():
     with pytest.warns(UserWarning, match='num_layers greater than 1'):
         nn.GRU(INPUT, HIDDEN, dropout=0.2)
