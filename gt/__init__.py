@@ -30,6 +30,7 @@ from gt import (
     special,
     utils,
 )
+from gt import autograd_functional as _autograd_functional
 from gt import foreach as _foreach
 from gt.amp import autocast
 from gt.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
@@ -239,5 +240,8 @@ _register_collate()
 # torch.multiprocessing, for `import torch.multiprocessing as mp`; GT tensors do not
 # cross into its processes (gt/runtime/ownership.py, Module.share_memory).
 _sys.modules[f'{__name__}.multiprocessing'] = multiprocessing
+# gt.autograd is a module, so `from torch.autograd.functional import jacobian` ported
+# needs its functional submodule named here.
+_sys.modules[f'{__name__}.autograd.functional'] = _autograd_functional
 if _os.environ.get('GT_CONFIG'):
     load_config(_os.environ['GT_CONFIG'])

@@ -142,4 +142,4 @@ def function_name(node: Any) -> str:
     if node.op == 'torch_call':
         name = node.attrs['fn'].rpartition('.')[2].strip('_')
         return ''.join(part.capitalize() for part in name.split('_')) + 'Backward'
-    return node.name
+    return node.name()

@@ -70,9 +70,36 @@ class TapeNode:
         if anomaly_mode.enabled:
             anomaly_mode.note_forward(self)  # shown if its gradient turns out NaN
 
-    @property
     def name(self) -> str:
+        """torch's `grad_fn.name()`: `MulBackward`."""
         return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward'
+
+    @property
+    def next_functions(self) -> tuple:
+        """torch's: for each input, the node that made it and which of its outputs, an
+        `AccumulateGrad` for a leaf that requires grad, or (None, 0)."""
+        return tuple(_next_function(tensor) for tensor in self.inputs)
+
+
+class AccumulateGrad:
+    """What torch's `next_functions` names for a leaf that requires grad."""
+
+    next_functions = ()
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return 'torch::autograd::AccumulateGrad'
+
+
+def _next_function(tensor: Any) -> tuple:
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn, tensor.grad_fn.output_ids.index(tensor._id) \
+            if tensor._id in tensor.grad_fn.output_ids else 0
+    if tensor.requires_grad:
+        return AccumulateGrad(tensor if tensor._leaf_of is None else tensor._leaf_of), 0
+    return None, 0
 
 
 def hand_over(tensor: Any, candidates: list) -> Any:
@@ -256,7 +283,7 @@ def _propagate(roots: list, gradients: list, retain_graph: bool, create_graph: b
             for tensor, saved_id in zip(node.inputs, node.input_ids):
                 if tensor._id != saved_id:
                     raise RuntimeError(
-                        f'an input of {node.op} (recorded as {node.name}) was modified by an '
+                        f'an input of {node.op} (recorded as {node.name()}) was modified by an '
                         'in-place operation after it was used; its gradient cannot be computed')
         for root in roots:
             if root.grad_fn is not None and id(root) in (wanted or ()):
@@ -468,7 +495,8 @@ assert FUNCTION not in OPS
 
 
 def __getattr__(name: str) -> Any:
-    """`gt.autograd.Variable`, torch's legacy wrapper, and `gt.autograd.Function` (with
+    """`gt.autograd.Variable`, torch's legacy wrapper, `gt.autograd.functional`
+    (gt/autograd_functional.py), and `gt.autograd.Function` (with
     `gt.autograd.function`, the module torch has it in, for `FunctionCtx` and
     `once_differentiable`): they live in modules that import gt.tensor, which imports this
     one (gt/legacy_types.py, gt/autograd_function.py)."""
@@ -476,6 +504,10 @@ def __getattr__(name: str) -> Any:
         from gt.legacy_types import Variable
 
         return Variable
+    if name == 'functional':
+        from gt import autograd_functional
+
+        return autograd_functional
     if name in ('Function', 'FunctionCtx', 'function'):
         from gt import autograd_function
 

@@ -244,7 +244,6 @@ class FunctionNode(TapeNode):
         self.slots, self.count, self.differentiable = slots, count, differentiable
         self.saved, self.aliases = saved, []
 
-    @property
     def name(self) -> str:
         return f'{self.function.__name__}Backward'
 
@@ -272,13 +271,13 @@ class FunctionNode(TapeNode):
         if len(result) > expected and all(grad is None for grad in result[expected:]):
             result = result[:expected]
         if len(result) != expected:
-            raise RuntimeError(f'function {self.name} returned an incorrect number of '
+            raise RuntimeError(f'function {self.name()} returned an incorrect number of '
                                f'gradients (expected {expected}, got {len(result)})')
         for position, (grad, is_tensor) in enumerate(zip(result, self.tensors)):
             if grad is None:
                 continue
             if not is_tensor:
-                raise RuntimeError(f'function {self.name} returned a gradient different than '
+                raise RuntimeError(f'function {self.name()} returned a gradient different than '
                                    f'None at position {position + 1}, but the corresponding '
                                    'forward input was not a Variable')
             if not isinstance(grad, Tensor):
@@ -290,7 +289,7 @@ class FunctionNode(TapeNode):
         for position, tensor in zip(self.routes, inputs):
             grad = result[position]
             if grad is not None and not _expandable(tensor._type.shape, grad._type.shape):
-                raise RuntimeError(f'Function {self.name} returned an invalid gradient at index '
+                raise RuntimeError(f'Function {self.name()} returned an invalid gradient at index '
                                    f'{position} - got {list(grad._type.shape)} but expected '
                                    f'shape compatible with {list(tensor._type.shape)}')
             grads.append(grad)

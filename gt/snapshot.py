@@ -114,6 +114,14 @@ def _gt_form(value: Any) -> Any:
 
 
 def snapshot(value: torch.Tensor, owner: Any) -> Snapshot:
+    """`value` as `owner`'s `.data`. The Snapshot holds a tensor weakly (`state_dict()`'s
+    values must not keep a model alive), but a view's strongly, as a detached alias: a
+    view is often a temporary (`emb.weight[0].data.zero_()`), and the write must still
+    reach its base."""
     taken = value.as_subclass(Snapshot)
-    taken._owner = weakref.ref(owner)
+    if owner._view is None:
+        taken._owner = weakref.ref(owner)
+    else:
+        alias = owner.detach()
+        taken._owner = lambda: alias
     return taken

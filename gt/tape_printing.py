@@ -36,7 +36,7 @@ def tape_lines() -> list[str]:
         results = ', '.join(f'{names[value_id]}: {_format_type(value_type)}'
                             for value_id, value_type in zip(node.output_ids, node.output_types))
         statement = f'  {results} = {node.op}({", ".join(operands)})'
-        body.append(f'{statement.ljust(COMMENT_COLUMN)}  # {node.name}')
+        body.append(f'{statement.ljust(COMMENT_COLUMN)}  # {node.name()}')
     return [f'tape({", ".join(arguments)}) {{', *body, '}']
 
 

@@ -67,7 +67,7 @@ class ValueMethods:
     def __repr__(self) -> str:
         text = repr(self._value())
         if self.grad_fn is not None:
-            return f'{text[:-1]}, grad_fn=<{self.grad_fn.name}>)'
+            return f'{text[:-1]}, grad_fn=<{self.grad_fn.name()}>)'
         if self.requires_grad:
             return f'{text[:-1]}, requires_grad=True)'
         return text

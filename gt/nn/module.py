@@ -27,6 +27,7 @@ class Module:
     _forward_pre_hooks: list | None = None
     _forward_hooks: list | None = None
     _backward_hooks: list | None = None
+    _backward_pre_hooks: list | None = None
     _state_dict_pre_hooks: list | None = None
     _state_dict_hooks: list | None = None
     _load_state_dict_pre_hooks: list | None = None
@@ -44,7 +45,8 @@ class Module:
         raise NotImplementedError(f'{type(self).__name__} does not define forward()')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks \
+                or self._backward_pre_hooks:
             return module_hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -63,6 +65,11 @@ class Module:
         """`hook(module, grad_input, grad_output)` once the input's gradient is known; a
         result not None replaces grad_input."""
         return module_hooks.add_hook(self, '_backward_hooks', hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Any, prepend: bool = False) -> Any:
+        """`hook(module, grad_output)` once the output's gradient is known, before the
+        module's backward; a result not None replaces grad_output."""
+        return module_hooks.add_hook(self, '_backward_pre_hooks', hook, prepend)
 
     def get_submodule(self, target: str) -> 'Module':
         module = self

@@ -1,5 +1,6 @@
-"""Module hooks as torch.nn has them: forward pre-hooks, forward hooks and full backward
-hooks, for feature extraction, activation statistics and gradient inspection.
+"""Module hooks as torch.nn has them: forward pre-hooks, forward hooks, full backward
+hooks and their pre-hooks, for feature extraction, activation statistics and gradient
+inspection.
 
 A module without hooks pays one check per call (Module.__call__). Backward hooks are
 built on tensor hooks: each output's gradient is caught as it arrives, and the input's
@@ -42,9 +43,36 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
             hook(module, args, output)
         if result is not None:
             output = result
+    if module._backward_pre_hooks:  # first: the full backward hooks see its result
+        _before_backward(module, output)
     if watch is not None:
         watch.watch_outputs(output)
     return output
+
+
+def _before_backward(module: Any, output: Any) -> None:
+    """Full backward pre-hooks: `hook(module, grad_output)` when the output's gradient
+    is known, before the module's backward; a result not None replaces it."""
+    outputs = output if isinstance(output, (tuple, list)) else (output,)
+    wanting = [i for i, out in enumerate(outputs)
+               if isinstance(out, Tensor) and out.requires_grad]
+    if len(wanting) > 1:
+        raise NotImplementedError(
+            f'{type(module).__name__}: GT calls full backward pre-hooks for a module whose '
+            f'output has at most one tensor that requires grad; this call has {len(wanting)}')
+    if not wanting:
+        return
+    index, count = wanting[0], len(outputs)
+
+    def arrived(grad: Tensor) -> Tensor | None:
+        grad_output = tuple(grad if i == index else None for i in range(count))
+        for hook in module._backward_pre_hooks:
+            replaced = hook(module, grad_output)
+            if replaced is not None:
+                grad_output = tuple(replaced)
+        return grad_output[index]
+
+    outputs[index].register_hook(arrived)
 
 
 class _BackwardWatch:

@@ -87,6 +87,23 @@ def test_a_data_copy_outliving_its_tensor_says_so():
         data.zero_()
 
 
+def test_data_of_a_temporary_view_writes_into_its_base_as_torchs():
+    seen = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        table = lib.nn.Embedding(4, 3)
+        table.weight[0].data.zero_()
+        a = lib.arange(4.0).requires_grad_()
+        h = a * 2
+        h[1:3].data.zero_()  # unseen by autograd: h keeps its history
+        (h * a).sum().backward()
+        w = lib.ones(2, 3)
+        w.t()[0].data.fill_(5)
+        seen.append([table.weight.tolist(), table.weight.is_leaf, h.tolist(), a.grad.tolist(),
+                     w.tolist()])
+    assert seen[0] == seen[1]
+
+
 def ema_updates(lib, model, ema):
     """A moving average through state_dict() values, as YOLOv5's ModelEMA and timm's
     ModelEmaV2 write it; then a value zeroed and a deep copy changed."""

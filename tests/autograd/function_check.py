@@ -46,7 +46,7 @@ def check(step, *shapes: tuple, runs: int = 3) -> None:
 def grad_fn_name(tensor) -> str | None:
     if tensor.grad_fn is None:
         return None
-    return tensor.grad_fn.name if isinstance(tensor, gt.Tensor) else tensor.grad_fn.name()
+    return tensor.grad_fn.name()
 
 
 class InPlaceBody:

@@ -68,3 +68,26 @@ def test_every_differentiable_op_is_tested_against_torch():
     missing = [name for name in differentiable if f"'{name}'" not in text]
     assert not missing, f'differentiable ops without gradient tests: {missing}'
     assert len(differentiable) == 106
+
+
+def test_grad_fn_name_and_next_functions_walk_as_torchs():
+    """What graph printers (torchviz's make_dot) walk: `name()`, `next_functions`, and
+    `variable` on a leaf's AccumulateGrad."""
+    walks = []
+    for library in (gt, torch):
+        w = library.ones(2, requires_grad=True)
+        x = library.ones(2)
+        y = (w * x).exp().sum() + w.sum()
+        seen = []
+
+        def walk(fn, depth=0):
+            if fn is None:
+                seen.append((depth, None))
+                return
+            leaf = getattr(fn, 'variable', None)
+            seen.append((depth, fn.name().rstrip('0'), leaf is w))
+            for next_fn, _ in fn.next_functions:
+                walk(next_fn, depth + 1)
+        walk(y.grad_fn)
+        walks.append(seen)
+    assert walks[0] == walks[1]

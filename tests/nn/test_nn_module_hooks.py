@@ -49,3 +49,22 @@ def test_get_submodule_walks_dotted_names_as_torch():
     assert model.get_submodule('0.0') is model[0][0] and model.get_submodule('') is model
     with pytest.raises(AttributeError, match='has no attribute `9`'):
         model.get_submodule('0.9')
+
+
+def test_full_backward_pre_hook_replaces_the_output_gradient_as_torchs():
+    """The pre-hook sees the output's gradient first and its replacement is what the
+    module's backward (and its full backward hook) get."""
+    results = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        layer = lib.nn.Linear(3, 2)
+        seen = []
+        layer.register_full_backward_pre_hook(
+            lambda module, grad_output: (seen.append(grad_output[0].tolist()),
+                                         (grad_output[0] * 2,))[1])
+        layer.register_full_backward_hook(
+            lambda module, grad_input, grad_output: seen.append(grad_output[0].tolist()))
+        x = lib.ones(2, 3, requires_grad=True)
+        (layer(x) * lib.tensor([1.0, 3.0])).sum().backward()
+        results.append([seen, layer.weight.grad.tolist(), x.grad.tolist()])
+    assert results[0] == results[1]
