@@ -179,12 +179,7 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
 def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
         strict: bool = False) -> tuple:
     """`func(inputs)` (a scalar) and the vector-Hessian product `v^T H`."""
-    is_tuple, inputs = _as_tuple(inputs, 'inputs', 'vhp')
-    inputs = _prepared(inputs, create_graph)
-    vectors = _vectors(v, inputs, is_tuple, 'vhp', 'input to the user-provided function is')
-    output, grads = _hessian_product(func, inputs, vectors, create_graph, strict, 'vhp',
-                                     transposed=False)
-    return output, (grads if is_tuple else grads[0])
+    return _hessian_product(func, inputs, v, create_graph, strict, 'vhp', transposed=False)
 
 
 def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
@@ -192,18 +187,16 @@ def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
     """`func(inputs)` (a scalar) and the Hessian-vector product `H v`, by the
     double-backward trick as torch computes it (the same numbers as `vhp` for a
     symmetric Hessian, up to rounding)."""
-    is_tuple, inputs = _as_tuple(inputs, 'inputs', 'hvp')
-    inputs = _prepared(inputs, create_graph)
-    vectors = _vectors(v, inputs, is_tuple, 'hvp', 'input to the user-provided function is')
-    output, grads = _hessian_product(func, inputs, vectors, create_graph, strict, 'hvp',
-                                     transposed=True)
-    return output, (grads if is_tuple else grads[0])
+    return _hessian_product(func, inputs, v, create_graph, strict, 'hvp', transposed=True)
 
 
-def _hessian_product(func: Callable, inputs: tuple, vectors: tuple, create_graph: bool,
+def _hessian_product(func: Callable, inputs: Any, v: Any, create_graph: bool,
                      strict: bool, name: str, transposed: bool) -> tuple:
     """`v^T H`: the gradient's vector-Jacobian product; `H v` (`transposed`): that
     product's own, in dummy vectors, differentiated in them."""
+    is_tuple, inputs = _as_tuple(inputs, 'inputs', name)
+    inputs = _prepared(inputs, create_graph)
+    vectors = _vectors(v, inputs, is_tuple, name, 'input to the user-provided function is')
     with enable_grad():
         output = _scalar(func(*inputs), name)
         first = _first_derivatives(output, inputs, strict)
@@ -213,7 +206,8 @@ def _hessian_product(func: Callable, inputs: tuple, vectors: tuple, create_graph
             second = _grads(back, dummies, vectors, create_graph, strict)
         else:
             second = _grads(first, inputs, vectors, create_graph, strict)
-    return _finished((output,), create_graph)[0], _finished(second, create_graph)
+    second = _finished(second, create_graph)
+    return _finished((output,), create_graph)[0], (second if is_tuple else second[0])
 
 
 def _scalar(result: Any, name: str) -> Tensor:

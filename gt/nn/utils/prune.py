@@ -196,8 +196,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` (a fraction, or a count) of the elements, chosen at random."""
+class _ElementPruning(BasePruningMethod):
+    """Prunes `amount` (a fraction, or a count) of the elements that `_chosen` picks."""
 
     def __init__(self, amount: float) -> None:
         _check_amount(amount)
@@ -207,27 +207,26 @@ class RandomUnstructured(BasePruningMethod):
         count = _count_to_prune(self.amount, t.numel())
         mask = default_mask.clone()
         if count:
-            mask.view(-1)[rand_like(t).view(-1).topk(k=count).indices] = 0
+            mask.view(-1)[self._chosen(t, count)] = 0
         return mask
+
+
+class RandomUnstructured(_ElementPruning):
+    """Prunes elements chosen at random."""
+
+    def _chosen(self, t: Tensor, count: int) -> Tensor:
+        return rand_like(t).view(-1).topk(k=count).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: float) -> BasePruningMethod:
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
-    """Prunes `amount` of the elements, those of least absolute value."""
+class L1Unstructured(_ElementPruning):
+    """Prunes the elements of least absolute value."""
 
-    def __init__(self, amount: float) -> None:
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        count = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if count:
-            mask.view(-1)[t.abs().view(-1).topk(k=count, largest=False).indices] = 0
-        return mask
+    def _chosen(self, t: Tensor, count: int) -> Tensor:
+        return t.abs().view(-1).topk(k=count, largest=False).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: float,
