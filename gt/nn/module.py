@@ -24,14 +24,17 @@ class Module:
     training: bool
     # Hooks (gt/nn/module_hooks.py), made on first registration: a module without them
     # pays one check per call.
-    _forward_pre_hooks: list | None = None
-    _forward_hooks: list | None = None
-    _backward_hooks: list | None = None
-    _backward_pre_hooks: list | None = None
-    _state_dict_pre_hooks: list | None = None
-    _state_dict_hooks: list | None = None
-    _load_state_dict_pre_hooks: list | None = None
-    _load_state_dict_post_hooks: list | None = None
+    _forward_pre_hooks: OrderedDict | None = None  # torch's names and layout
+    _forward_pre_hooks_with_kwargs: OrderedDict | None = None
+    _forward_hooks: OrderedDict | None = None
+    _forward_hooks_with_kwargs: OrderedDict | None = None
+    _forward_hooks_always_called: OrderedDict | None = None
+    _backward_hooks: OrderedDict | None = None
+    _backward_pre_hooks: OrderedDict | None = None
+    _state_dict_pre_hooks: OrderedDict | None = None
+    _state_dict_hooks: OrderedDict | None = None
+    _load_state_dict_pre_hooks: OrderedDict | None = None
+    _load_state_dict_post_hooks: OrderedDict | None = None
     _version = 1  # saved in state_dict's _metadata, for a class's old-checkpoint loading
 
     def __init__(self) -> None:
@@ -54,12 +57,16 @@ class Module:
                                   with_kwargs: bool = False) -> Any:
         """`hook(module, args)` before forward (with_kwargs: `hook(module, args, kwargs)`);
         what it returns, if not None, replaces the arguments."""
-        return module_hooks.add_hook(self, '_forward_pre_hooks', (hook, with_kwargs), prepend)
+        return module_hooks.add_hook(self, '_forward_pre_hooks', hook, prepend,
+                                     ('_forward_pre_hooks_with_kwargs',) if with_kwargs else ())
 
     def register_forward_hook(self, hook: Any, *, prepend: bool = False,
                               with_kwargs: bool = False, always_call: bool = False) -> Any:
-        """`hook(module, args, output)` after forward; a result not None replaces output."""
-        return module_hooks.add_hook(self, '_forward_hooks', (hook, with_kwargs), prepend)
+        """`hook(module, args, output)` after forward; a result not None replaces output.
+        (`always_call` is kept, as torch's flag, but a forward that raises calls none.)"""
+        flags = (('_forward_hooks_with_kwargs',) if with_kwargs else ()) + \
+            (('_forward_hooks_always_called',) if always_call else ())
+        return module_hooks.add_hook(self, '_forward_hooks', hook, prepend, flags)
 
     def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> Any:
         """`hook(module, grad_input, grad_output)` once the input's gradient is known; a
@@ -382,15 +389,15 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook: Any) -> Any:
         """`hook(module, prefix, keep_vars)` before the module saves its entries."""
-        return module_hooks.add_hook(self, '_state_dict_pre_hooks', hook, False)
+        return module_hooks.add_hook(self, '_state_dict_pre_hooks', hook)
 
     def register_state_dict_post_hook(self, hook: Any) -> Any:
         """`hook(module, state_dict, prefix, local_metadata)`, which may change the dict."""
-        return module_hooks.add_hook(self, '_state_dict_hooks', (hook, True), False)
+        return module_hooks.add_hook(self, '_state_dict_hooks', (hook, True))
 
     def _register_state_dict_hook(self, hook: Any) -> Any:
         """As the post hook, but what it returns, if not None, replaces the dict."""
-        return module_hooks.add_hook(self, '_state_dict_hooks', (hook, False), False)
+        return module_hooks.add_hook(self, '_state_dict_hooks', (hook, False))
 
     def register_load_state_dict_pre_hook(self, hook: Any) -> Any:
         """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -398,13 +405,12 @@ class Module:
         return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def _register_load_state_dict_pre_hook(self, hook: Any, with_module: bool = False) -> Any:
-        return module_hooks.add_hook(self, '_load_state_dict_pre_hooks', (hook, with_module),
-                                     False)
+        return module_hooks.add_hook(self, '_load_state_dict_pre_hooks', (hook, with_module))
 
     def register_load_state_dict_post_hook(self, hook: Any) -> Any:
         """`hook(module, incompatible_keys)` after loading; it may excuse keys by removing
         them from the lists."""
-        return module_hooks.add_hook(self, '_load_state_dict_post_hooks', hook, False)
+        return module_hooks.add_hook(self, '_load_state_dict_post_hooks', hook)
 
     # ---- printing ------------------------------------------------------------------------
     def extra_repr(self) -> str:

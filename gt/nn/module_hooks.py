@@ -9,24 +9,53 @@ contribution. That covers a module called with at most one tensor that requires 
 which is what layers are; more raise, naming the limit.
 """
 
+from collections import OrderedDict
 from typing import Any, Callable
 
-from gt.autograd import RemovableHandle
+from torch.utils.hooks import RemovableHandle
+
 from gt.tensor import Tensor
 
 
-def add_hook(module: Any, registry: str, entry: tuple, prepend: bool) -> RemovableHandle:
-    hooks = module.__dict__.get(registry)
-    if hooks is None:
-        hooks = []
-        object.__setattr__(module, registry, hooks)
-    hooks.insert(0, entry) if prepend else hooks.append(entry)
-    return RemovableHandle(hooks, entry)
+def add_hook(module: Any, registry: str, hook: Any, prepend: bool = False,
+             flags: tuple[str, ...] = ()) -> RemovableHandle:
+    """Register `hook` as torch does: in the module's OrderedDict `registry` under its
+    handle's id (scripts read `module._forward_pre_hooks.values()`), and in the dicts
+    named by `flags` (`_forward_pre_hooks_with_kwargs`) as True. Made on first use."""
+    hooks = _registry(module, registry)
+    marks = [_registry(module, name) for name in flags]
+    handle = RemovableHandle(hooks, extra_dict=marks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    for mark in marks:
+        mark[handle.id] = True
+    return handle
+
+
+def _registry(module: Any, name: str) -> OrderedDict:
+    entries = module.__dict__.get(name)
+    if entries is None:  # an OrderedDict: torch's handle holds its dicts weakly
+        entries = OrderedDict()
+        object.__setattr__(module, name, entries)
+    return entries
+
+
+def take_forward_pre_hook(module: Any, kind: type, matches: Callable) -> Any:
+    """The forward pre-hook of class `kind` that `matches` (weight norm's, spectral
+    norm's, pruning's, for one tensor), taken off the module; None if there is none."""
+    hooks = module._forward_pre_hooks or {}
+    for key, hook in hooks.items():
+        if isinstance(hook, kind) and matches(hook):
+            del hooks[key]
+            return hook
+    return None
 
 
 def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
-    for hook, with_kwargs in module._forward_pre_hooks or ():
-        if with_kwargs:
+    with_kwargs = module._forward_pre_hooks_with_kwargs or {}
+    for key, hook in list((module._forward_pre_hooks or {}).items()):
+        if key in with_kwargs:
             result = hook(module, args, kwargs)
             if result is not None:
                 args, kwargs = result
@@ -38,8 +67,9 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     if watch is not None:
         args = watch.inputs
     output = module.forward(*args, **kwargs)
-    for hook, with_kwargs in module._forward_hooks or ():
-        result = hook(module, args, kwargs, output) if with_kwargs else \
+    with_kwargs = module._forward_hooks_with_kwargs or {}
+    for key, hook in list((module._forward_hooks or {}).items()):
+        result = hook(module, args, kwargs, output) if key in with_kwargs else \
             hook(module, args, output)
         if result is not None:
             output = result
@@ -66,7 +96,7 @@ def _before_backward(module: Any, output: Any) -> None:
 
     def arrived(grad: Tensor) -> Tensor | None:
         grad_output = tuple(grad if i == index else None for i in range(count))
-        for hook in module._backward_pre_hooks:
+        for hook in list(module._backward_pre_hooks.values()):
             replaced = hook(module, grad_output)
             if replaced is not None:
                 grad_output = tuple(replaced)
@@ -115,7 +145,7 @@ class _BackwardWatch:
 
     def _call(self, grad_input: tuple) -> tuple | None:
         result = None
-        for hook in self.module._backward_hooks:
+        for hook in list(self.module._backward_hooks.values()):
             replaced = hook(self.module, grad_input, tuple(self.grad_outputs))
             if replaced is not None:
                 grad_input = result = tuple(replaced)

@@ -68,3 +68,25 @@ def test_full_backward_pre_hook_replaces_the_output_gradient_as_torchs():
         (layer(x) * lib.tensor([1.0, 3.0])).sum().backward()
         results.append([seen, layer.weight.grad.tolist(), x.grad.tolist()])
     assert results[0] == results[1]
+
+
+def test_hook_registries_have_torchs_layout():
+    """Scripts read the registries (the pruning tutorial's
+    `for hook in module._forward_pre_hooks.values()`): ordered dicts by handle id, the
+    with_kwargs flags beside them, prepend first, handles removing themselves."""
+    layouts = []
+    for lib in (gt, torch):
+        layer = lib.nn.Linear(2, 2)
+        first = layer.register_forward_pre_hook(lambda m, args: None)
+        second = layer.register_forward_pre_hook(lambda m, args, kwargs: None, prepend=True,
+                                                 with_kwargs=True)
+        with layer.register_forward_hook(lambda m, args, out: None, always_call=True):
+            during = len(layer._forward_hooks)
+        layout = [type(layer._forward_pre_hooks).__name__,
+                  list(layer._forward_pre_hooks) == [second.id, first.id],
+                  dict(layer._forward_pre_hooks_with_kwargs) == {second.id: True},
+                  during, len(layer._forward_hooks), dict(layer._forward_hooks_always_called)]
+        first.remove()
+        layout.append(list(layer._forward_pre_hooks) == [second.id])
+        layouts.append(layout)
+    assert layouts[0] == layouts[1]

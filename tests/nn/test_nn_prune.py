@@ -65,7 +65,8 @@ def test_pruned_training_is_torchs(scheme):
         rtol = 0 if key.endswith('_mask') else 1e-5
         assert_close(mine_state[key], want, rtol=rtol, atol=0 if rtol == 0 else 1e-6)
     for index in (0, 3):
-        mine_hooks = [type(hook).__name__ for hook, _ in mine[index]._forward_pre_hooks or ()]
+        mine_hooks = [type(hook).__name__
+                      for hook in (mine[index]._forward_pre_hooks or {}).values()]
         theirs_hooks = [type(hook).__name__
                         for hook in theirs[index]._forward_pre_hooks.values()]
         assert mine_hooks == theirs_hooks

@@ -56,7 +56,7 @@ def test_training_follows_torch_and_remove_gives_one_weight():
     assert list(mine.state_dict()) == list(theirs.state_dict()) == ['bias', 'weight']
     assert isinstance(mine.weight, nn.Parameter)
     torch.testing.assert_close(mine.weight.data, theirs.weight.detach(), **TOLERANCE)
-    assert mine._forward_pre_hooks == []
+    assert not mine._forward_pre_hooks
 
 
 def test_errors_as_in_torch():

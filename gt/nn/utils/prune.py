@@ -14,6 +14,7 @@ from typing import Any
 
 from gt.autograd import no_grad
 from gt.creation import ones_like, rand, rand_like, zeros_like
+from gt.nn import module_hooks
 from gt.nn.module import Module
 from gt.nn.utils.convert_parameters import parameters_to_vector
 from gt.tensor import Tensor
@@ -104,15 +105,13 @@ class BasePruningMethod(ABC):
 
 def _earlier_pruning(module: Module, name: str) -> BasePruningMethod | None:
     """The pruning hook of `module.<name>`, taken off the module's hooks."""
-    hooks = module._forward_pre_hooks or []
-    found = [entry for entry in hooks
-             if isinstance(entry[0], BasePruningMethod) and entry[0]._tensor_name == name]
+    hooks = module._forward_pre_hooks or {}
+    found = [key for key, hook in hooks.items()
+             if isinstance(hook, BasePruningMethod) and hook._tensor_name == name]
     if len(found) > 1:
         raise AssertionError(f'Avoid adding multiple pruning hooks to the same tensor {name} '
                              f'of module {module}. Use a PruningContainer.')
-    for entry in found:
-        hooks.remove(entry)
-    return found[0][0] if found else None
+    return hooks.pop(found[0]) if found else None
 
 
 def _combined_with_earlier(method: BasePruningMethod, module: Module,
@@ -374,20 +373,19 @@ def global_unstructured(parameters: Iterable, pruning_method: type,
 
 def remove(module: Module, name: str) -> Module:
     """Make the pruning of `module.<name>` permanent."""
-    hooks = module._forward_pre_hooks or []
-    for entry in hooks:
-        hook = entry[0]
-        if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-            hook.remove(module)
-            hooks.remove(entry)
-            return module
+    hook = module_hooks.take_forward_pre_hook(module, BasePruningMethod,
+                                              lambda hook: hook._tensor_name == name)
+    if hook is not None:
+        hook.remove(module)
+        return module
     raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning "
                      'can be removed')
 
 
 def is_pruned(module: Module) -> bool:
     return any(isinstance(hook, BasePruningMethod)
-               for each in module.modules() for hook, _ in each._forward_pre_hooks or ())
+               for each in module.modules()
+               for hook in (each._forward_pre_hooks or {}).values())
 
 
 def _check_amount(amount: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from gt.autograd import no_grad
 from gt.creation import zeros
 from gt.nn import functional as F
+from gt.nn import module_hooks
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
@@ -59,7 +60,7 @@ class SpectralNorm:
     @staticmethod
     def apply(module: Module, name: str, n_power_iterations: int, dim: int,
               eps: float) -> 'SpectralNorm':
-        for hook, _ in module._forward_pre_hooks or ():
+        for hook in (module._forward_pre_hooks or {}).values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError('Cannot register two spectral_norm hooks on the same '
                                    f'parameter {name}')
@@ -96,11 +97,8 @@ def spectral_norm(module: Module, name: str = 'weight', n_power_iterations: int 
 
 def remove_spectral_norm(module: Module, name: str = 'weight') -> Module:
     """Undo `spectral_norm`: `name` is a single parameter again, the normalized weight."""
-    hooks = module._forward_pre_hooks or []
-    for entry in hooks:
-        hook = entry[0]
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            hooks.remove(entry)
-            return module
+    hook = module_hooks.take_forward_pre_hook(module, SpectralNorm, lambda hook: hook.name == name)
+    if hook is not None:
+        hook.remove(module)
+        return module
     raise ValueError(f"spectral_norm of '{name}' not found in {module}")

@@ -8,6 +8,7 @@ in GT's order, not by torch's fused CPU kernel, so weights agree to a few ulps."
 import warnings
 from typing import Any
 
+from gt.nn import module_hooks
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
@@ -37,7 +38,7 @@ class WeightNorm:
         warnings.warn('torch.nn.utils.weight_norm is deprecated in favor of '
                       'torch.nn.utils.parametrizations.weight_norm.', FutureWarning,
                       stacklevel=3)
-        for hook, _ in module._forward_pre_hooks or ():
+        for hook in (module._forward_pre_hooks or {}).values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f'Cannot register two weight_norm hooks on the same '
                                    f'parameter {name}')
@@ -71,11 +72,8 @@ def weight_norm(module: Module, name: str = 'weight', dim: int | None = 0) -> Mo
 
 def remove_weight_norm(module: Module, name: str = 'weight') -> Module:
     """Undo `weight_norm`: `name` is a single parameter again, with the current weight."""
-    hooks = module._forward_pre_hooks or []
-    for entry in hooks:
-        hook = entry[0]
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            hooks.remove(entry)
-            return module
+    hook = module_hooks.take_forward_pre_hook(module, WeightNorm, lambda hook: hook.name == name)
+    if hook is not None:
+        hook.remove(module)
+        return module
     raise ValueError(f"weight_norm of '{name}' not found in {module}")
