@@ -130,7 +130,9 @@ def connect(address: str, token: str | None = None, weight=None,
 
 
 def is_tensor(obj) -> bool:
-    return isinstance(obj, Tensor)
+    """A GT tensor, or a torch one: state_dict() values and `.data` are CPU torch
+    tensors, which a ported script's `torch.is_tensor(v)` must count."""
+    return isinstance(obj, (Tensor, _torch.Tensor))
 
 
 def set_num_threads(threads: int) -> None:

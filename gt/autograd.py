@@ -415,9 +415,9 @@ def retain_grad(tensor: Any) -> None:
         tensor.grad_fn.retained[index] = weakref.ref(tensor)
 
 
-def register_hook(tensor: Any, hook: Callable) -> 'RemovableHandle':
+def register_hook(tensor: Any, hook: Callable, prepend: bool = False) -> 'RemovableHandle':
     """`tensor.register_hook(hook)`: `hook(grad)` runs when the tensor's gradient is
-    computed and may return a replacement, as in torch."""
+    computed and may return a replacement, as in torch (`prepend`: before the others)."""
     if not tensor.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if tensor.grad_fn is None:
@@ -427,7 +427,7 @@ def register_hook(tensor: Any, hook: Callable) -> 'RemovableHandle':
     else:
         index = tensor.grad_fn.output_ids.index(tensor._id)
         hooks = tensor.grad_fn.hooks.setdefault(index, [])
-    hooks.append(hook)
+    hooks.insert(0, hook) if prepend else hooks.append(hook)
     return RemovableHandle(hooks, hook)
 
 

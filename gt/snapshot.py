@@ -113,15 +113,17 @@ def _gt_form(value: Any) -> Any:
     return value
 
 
-def snapshot(value: torch.Tensor, owner: Any) -> Snapshot:
-    """`value` as `owner`'s `.data`. The Snapshot holds a tensor weakly (`state_dict()`'s
-    values must not keep a model alive), but a view's strongly, as a detached alias: a
-    view is often a temporary (`emb.weight[0].data.zero_()`), and the write must still
-    reach its base."""
+def snapshot(value: torch.Tensor, owner: Any, hold: bool = True) -> Snapshot:
+    """`value` as `owner`'s `.data`. It holds the tensor's values as torch's `.data`
+    holds its storage, through a detached alias (no history kept): the tensor is often a
+    temporary (`conv.weight.data.normal_()` on a parametrized weight,
+    `emb.weight[0].data.zero_()`), and the write must still happen, on the cluster, and
+    reach a view's base. `hold=False` (state_dict's values: the model holds its
+    parameters) refers to the tensor weakly, for no op per value."""
     taken = value.as_subclass(Snapshot)
-    if owner._view is None:
-        taken._owner = weakref.ref(owner)
-    else:
+    if hold:
         alias = owner.detach()
         taken._owner = lambda: alias
+    else:
+        taken._owner = weakref.ref(owner)
     return taken

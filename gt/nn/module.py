@@ -22,19 +22,13 @@ class Module:
     `super().__init__()`) and define `forward`."""
 
     training: bool
-    # Hooks (gt/nn/module_hooks.py), made on first registration: a module without them
-    # pays one check per call.
-    _forward_pre_hooks: OrderedDict | None = None  # torch's names and layout
-    _forward_pre_hooks_with_kwargs: OrderedDict | None = None
+    # Hooks (gt/nn/module_hooks.py), in torch's registries: an empty one is falsy, so a
+    # module without hooks pays one check per call. None for a module whose __init__ did
+    # not run (a subclass that forgot super().__init__(), raising when it registers).
+    _forward_pre_hooks: OrderedDict | None = None
     _forward_hooks: OrderedDict | None = None
-    _forward_hooks_with_kwargs: OrderedDict | None = None
-    _forward_hooks_always_called: OrderedDict | None = None
     _backward_hooks: OrderedDict | None = None
     _backward_pre_hooks: OrderedDict | None = None
-    _state_dict_pre_hooks: OrderedDict | None = None
-    _state_dict_hooks: OrderedDict | None = None
-    _load_state_dict_pre_hooks: OrderedDict | None = None
-    _load_state_dict_post_hooks: OrderedDict | None = None
     _version = 1  # saved in state_dict's _metadata, for a class's old-checkpoint loading
 
     def __init__(self) -> None:
@@ -43,6 +37,15 @@ class Module:
         object.__setattr__(self, '_non_persistent_buffers_set', set())  # torch's name
         object.__setattr__(self, '_modules', OrderedDict())
         object.__setattr__(self, 'training', True)
+        for registry in module_hooks.REGISTRIES:
+            object.__setattr__(self, registry, OrderedDict())
+
+    def __setstate__(self, state: dict) -> None:
+        """A module saved whole (`gt.save(model)`) by a GT without some hook registry
+        gets it empty, as torch's `__setstate__` does for its own."""
+        self.__dict__.update(state)
+        for registry in module_hooks.REGISTRIES:
+            self.__dict__.setdefault(registry, OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'{type(self).__name__} does not define forward()')

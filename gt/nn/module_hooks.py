@@ -14,14 +14,21 @@ from typing import Any, Callable
 
 from torch.utils.hooks import RemovableHandle
 
+from gt import autograd
 from gt.tensor import Tensor
+
+# torch's registries, each an OrderedDict on every Module (scripts read and clear them).
+REGISTRIES = ('_forward_pre_hooks', '_forward_pre_hooks_with_kwargs', '_forward_hooks',
+              '_forward_hooks_with_kwargs', '_forward_hooks_always_called', '_backward_hooks',
+              '_backward_pre_hooks', '_state_dict_pre_hooks', '_state_dict_hooks',
+              '_load_state_dict_pre_hooks', '_load_state_dict_post_hooks')
 
 
 def add_hook(module: Any, registry: str, hook: Any, prepend: bool = False,
              flags: tuple[str, ...] = ()) -> RemovableHandle:
     """Register `hook` as torch does: in the module's OrderedDict `registry` under its
     handle's id (scripts read `module._forward_pre_hooks.values()`), and in the dicts
-    named by `flags` (`_forward_pre_hooks_with_kwargs`) as True. Made on first use."""
+    named by `flags` (`_forward_pre_hooks_with_kwargs`) as True."""
     hooks = _registry(module, registry)
     marks = [_registry(module, name) for name in flags]
     handle = RemovableHandle(hooks, extra_dict=marks)
@@ -35,16 +42,16 @@ def add_hook(module: Any, registry: str, hook: Any, prepend: bool = False,
 
 def _registry(module: Any, name: str) -> OrderedDict:
     entries = module.__dict__.get(name)
-    if entries is None:  # an OrderedDict: torch's handle holds its dicts weakly
-        entries = OrderedDict()
-        object.__setattr__(module, name, entries)
+    if entries is None:  # Module.__init__ did not run
+        raise AttributeError(f'cannot register a hook on {type(module).__name__} before '
+                             'Module.__init__() is called (call super().__init__() first)')
     return entries
 
 
 def take_forward_pre_hook(module: Any, kind: type, matches: Callable) -> Any:
     """The forward pre-hook of class `kind` that `matches` (weight norm's, spectral
     norm's, pruning's, for one tensor), taken off the module; None if there is none."""
-    hooks = module._forward_pre_hooks or {}
+    hooks = module._forward_pre_hooks
     for key, hook in hooks.items():
         if isinstance(hook, kind) and matches(hook):
             del hooks[key]
@@ -53,8 +60,8 @@ def take_forward_pre_hook(module: Any, kind: type, matches: Callable) -> Any:
 
 
 def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
-    with_kwargs = module._forward_pre_hooks_with_kwargs or {}
-    for key, hook in list((module._forward_pre_hooks or {}).items()):
+    with_kwargs = module._forward_pre_hooks_with_kwargs
+    for key, hook in list(module._forward_pre_hooks.items()):
         if key in with_kwargs:
             result = hook(module, args, kwargs)
             if result is not None:
@@ -67,8 +74,8 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     if watch is not None:
         args = watch.inputs
     output = module.forward(*args, **kwargs)
-    with_kwargs = module._forward_hooks_with_kwargs or {}
-    for key, hook in list((module._forward_hooks or {}).items()):
+    with_kwargs = module._forward_hooks_with_kwargs
+    for key, hook in list(module._forward_hooks.items()):
         result = hook(module, args, kwargs, output) if key in with_kwargs else \
             hook(module, args, output)
         if result is not None:
@@ -102,7 +109,9 @@ def _before_backward(module: Any, output: Any) -> None:
                 grad_output = tuple(replaced)
         return grad_output[index]
 
-    outputs[index].register_hook(arrived)
+    # Before the hooks already on the tensor: an inner module's, when this one returns
+    # that module's output (torch runs the outer module's pre-hook first).
+    autograd.register_hook(outputs[index], arrived, prepend=True)
 
 
 class _BackwardWatch:

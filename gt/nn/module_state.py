@@ -67,7 +67,7 @@ def state_dict(module: Any, args: tuple, destination: Any, prefix: str,
 
 
 def _save(module: Any, destination: Any, prefix: str, keep_vars: bool) -> Any:
-    for hook in list((module._state_dict_pre_hooks or {}).values()):
+    for hook in list(module._state_dict_pre_hooks.values()):
         hook(module, prefix, keep_vars)
     local_metadata = {'version': module._version}
     if hasattr(destination, '_metadata'):
@@ -77,7 +77,7 @@ def _save(module: Any, destination: Any, prefix: str, keep_vars: bool) -> Any:
         if child is not None:
             child.state_dict(destination=destination, prefix=f'{prefix}{name}.',
                              keep_vars=keep_vars)
-    for hook, public in list((module._state_dict_hooks or {}).values()):
+    for hook, public in list(module._state_dict_hooks.values()):
         result = hook(module, destination, prefix, local_metadata)
         if public and result is not None:
             raise RuntimeError('state_dict post-hook must return None')
@@ -106,7 +106,7 @@ def _fetch_values(destination: Any) -> None:
     tensors = [destination[name] for name in names]
     values = connection.current().fetch([tensor._id for tensor in tensors])
     for name, tensor, value in zip(names, tensors, values):
-        destination[name] = snapshot(value, tensor)
+        destination[name] = snapshot(value, tensor, hold=False)
 
 
 def _defines(module: Any, method: str) -> bool:
@@ -136,7 +136,7 @@ def load_state_dict(module: Any, state: Mapping, strict: bool, assign: bool) -> 
         _pending_loads = outer
     keys = IncompatibleKeys(missing, unexpected)
     for each in loaded:
-        for hook in list((each._load_state_dict_post_hooks or {}).values()):
+        for hook in list(each._load_state_dict_post_hooks.values()):
             if hook(each, keys) is not None:
                 raise RuntimeError('load_state_dict post-hook must return None')
     if strict:
@@ -172,7 +172,7 @@ def load_own(module: Any, state: dict, prefix: str, local_metadata: dict, strict
              missing: list, unexpected: list, errors: list) -> None:
     """torch's `_load_from_state_dict`: check this module's entries, and queue their
     copies (made once every module has been checked)."""
-    for hook, with_module in list((module._load_state_dict_pre_hooks or {}).values()):
+    for hook, with_module in list(module._load_state_dict_pre_hooks.values()):
         arguments = (state, prefix, local_metadata, strict, missing, unexpected, errors)
         hook(module, *arguments) if with_module else hook(*arguments)
     own = {name: tensor for name, tensor in module._parameters.items() if tensor is not None}

@@ -81,10 +81,26 @@ def test_data_reads_as_a_plain_torch_tensor():
     assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
-def test_a_data_copy_outliving_its_tensor_says_so():
-    data = gt.ones(2).data
-    with pytest.raises(RuntimeError, match='is gone'):
+def test_data_of_a_temporary_is_written_as_torchs_is():
+    """torch's `.data` of a temporary holds its storage, so a write (HiFi-GAN's
+    `init_weights` on a parametrized conv's weight) happens, and draws from the
+    generator; GT's holds the values on the cluster and writes there."""
+    seen = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        conv = lib.nn.utils.parametrizations.weight_norm(lib.nn.Conv1d(2, 2, 3))
+        conv.weight.data.normal_(0.0, 0.01)
+        data = lib.ones(2).data
         data.zero_()
+        seen.append([data.tolist(), lib.rand(2).tolist(), conv.weight.tolist()])
+    assert seen[0][:2] == seen[1][:2]
+    torch.testing.assert_close(torch.tensor(seen[0][2]), torch.tensor(seen[1][2]))
+
+
+def test_a_state_dict_value_outliving_its_model_says_so():
+    state = nn.Linear(2, 2).state_dict()
+    with pytest.raises(RuntimeError, match='is gone'):
+        state['weight'].zero_()
 
 
 def test_data_of_a_temporary_view_writes_into_its_base_as_torchs():

@@ -90,3 +90,22 @@ def test_hook_registries_have_torchs_layout():
         layout.append(list(layer._forward_pre_hooks) == [second.id])
         layouts.append(layout)
     assert layouts[0] == layouts[1]
+
+
+def test_nested_backward_pre_hooks_run_outer_first_and_registries_start_empty():
+    results = []
+    for lib in (gt, torch):
+        inner = lib.nn.Linear(2, 2)
+        outer = lib.nn.Sequential(inner)
+        log = []
+        outer.register_full_backward_pre_hook(lambda m, grad_output: (grad_output[0] * 10,))
+        inner.register_full_backward_pre_hook(
+            lambda m, grad_output: log.append(grad_output[0].sum().item()))
+        inner.register_full_backward_hook(
+            lambda m, grad_input, grad_output: log.append(grad_output[0].sum().item()))
+        outer(lib.ones(1, 2, requires_grad=True)).sum().backward()
+        fresh = lib.nn.Linear(2, 2)
+        fresh._forward_hooks.clear()
+        results.append([log, len(fresh._forward_pre_hooks), type(fresh._backward_hooks).__name__,
+                        len(fresh._state_dict_hooks)])
+    assert results[0] == results[1]

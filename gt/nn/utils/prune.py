@@ -105,7 +105,7 @@ class BasePruningMethod(ABC):
 
 def _earlier_pruning(module: Module, name: str) -> BasePruningMethod | None:
     """The pruning hook of `module.<name>`, taken off the module's hooks."""
-    hooks = module._forward_pre_hooks or {}
+    hooks = module._forward_pre_hooks
     found = [key for key, hook in hooks.items()
              if isinstance(hook, BasePruningMethod) and hook._tensor_name == name]
     if len(found) > 1:
@@ -385,7 +385,7 @@ def remove(module: Module, name: str) -> Module:
 def is_pruned(module: Module) -> bool:
     return any(isinstance(hook, BasePruningMethod)
                for each in module.modules()
-               for hook in (each._forward_pre_hooks or {}).values())
+               for hook in each._forward_pre_hooks.values())
 
 
 def _check_amount(amount: Any) -> None:

@@ -60,7 +60,7 @@ class SpectralNorm:
     @staticmethod
     def apply(module: Module, name: str, n_power_iterations: int, dim: int,
               eps: float) -> 'SpectralNorm':
-        for hook in (module._forward_pre_hooks or {}).values():
+        for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError('Cannot register two spectral_norm hooks on the same '
                                    f'parameter {name}')
