@@ -30,7 +30,7 @@ from gt import (
     special,
     utils,
 )
-from gt import autograd_functional as _autograd_functional
+from gt import autograd_submodules as _autograd_submodules
 from gt import foreach as _foreach
 from gt.amp import autocast
 from gt.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
@@ -235,15 +235,14 @@ _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'finfo', 'iin
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
                          'set_printoptions',  # printing fetches into torch tensors
-                         'contiguous_format', 'channels_last', 'channels_last_3d',
+                         'contiguous_format', 'legacy_contiguous_format', 'channels_last',
+                         'channels_last_3d',
                          'preserve_format', 'memory_format', 'strided', 'layout'})
 
 _register_collate()
 # torch.multiprocessing, for `import torch.multiprocessing as mp`; GT tensors do not
 # cross into its processes (gt/runtime/ownership.py, Module.share_memory).
 _sys.modules[f'{__name__}.multiprocessing'] = multiprocessing
-# gt.autograd is a module, so `from torch.autograd.functional import jacobian` ported
-# needs its functional submodule named here.
-_sys.modules[f'{__name__}.autograd.functional'] = _autograd_functional
+_autograd_submodules.register()
 if _os.environ.get('GT_CONFIG'):
     load_config(_os.environ['GT_CONFIG'])

@@ -70,6 +70,9 @@ class TapeNode:
         if anomaly_mode.enabled:
             anomaly_mode.note_forward(self)  # shown if its gradient turns out NaN
 
+    def __repr__(self) -> str:
+        return f'<{self.name()} object at {id(self):#x}>'
+
     def name(self) -> str:
         """torch's `grad_fn.name()`: `MulBackward`."""
         return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward'
@@ -495,21 +498,24 @@ assert FUNCTION not in OPS
 
 
 def __getattr__(name: str) -> Any:
-    """`gt.autograd.Variable`, torch's legacy wrapper, `gt.autograd.functional`
-    (gt/autograd_functional.py), and `gt.autograd.Function` (with
-    `gt.autograd.function`, the module torch has it in, for `FunctionCtx` and
-    `once_differentiable`): they live in modules that import gt.tensor, which imports this
-    one (gt/legacy_types.py, gt/autograd_function.py)."""
+    """What lives in modules that import gt.tensor, which imports this one:
+    `gt.autograd.Variable` (torch's legacy wrapper, gt/legacy_types.py), `Function` and
+    `FunctionCtx` (gt/autograd_function.py), `gradcheck`/`gradgradcheck`
+    (gt/gradcheck.py), and torch.autograd's submodules (gt/autograd_submodules.py)."""
     if name == 'Variable':
         from gt.legacy_types import Variable
 
         return Variable
-    if name == 'functional':
-        from gt import autograd_functional
-
-        return autograd_functional
-    if name in ('Function', 'FunctionCtx', 'function'):
+    if name in ('Function', 'FunctionCtx'):
         from gt import autograd_function
 
-        return autograd_function if name == 'function' else getattr(autograd_function, name)
+        return getattr(autograd_function, name)
+    if name in ('gradcheck', 'gradgradcheck'):
+        from gt import gradcheck
+
+        return getattr(gradcheck, name)
+    if name in ('function', 'functional', 'grad_mode', 'graph', 'forward_ad'):
+        from gt.autograd_submodules import SUBMODULES
+
+        return SUBMODULES[name]
     raise AttributeError(f"module 'gt.autograd' has no attribute {name!r}")

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from gt.autograd import no_grad
 from gt.creation import full
 from gt.functional import where
+from gt.grad_mode import no_grad
 from gt.tensor import Tensor
 
 

@@ -8,6 +8,7 @@ import operator
 from typing import Any
 
 import numpy as np
+import torch
 
 
 def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
@@ -45,6 +46,49 @@ def is_advanced(key: Any) -> bool:
     return any(not (item is None or item is Ellipsis or isinstance(item, slice)
                     or (isinstance(item, (int, np.integer)) and not isinstance(item, bool)))
                for item in items)
+
+
+def tensor_ints(key: Any, ndim: int) -> tuple[Any, list[tuple[int, Any]]]:
+    """The 0-d integer GT tensors in a basic key, which torch takes as the ints they hold:
+    the key with each one a full slice, and per such tensor the dimension of the
+    result it selects from (the caller selects the later ones first)."""
+    from gt.tensor import Tensor
+
+    items = key if isinstance(key, tuple) else (key,)
+    picked = [isinstance(item, Tensor) and item.ndim == 0 and _integral(item)
+              for item in items]
+    if not any(picked):
+        return key, []
+    consuming = sum(1 for item in items if item is not None and item is not Ellipsis)
+    picks, out, replaced = [], 0, []
+    for item, is_pick in zip(items, picked):
+        if is_pick:
+            picks.append((out, item))
+            replaced.append(slice(None))
+            out += 1
+            continue
+        replaced.append(item)
+        if item is Ellipsis:
+            out += ndim - consuming
+        elif item is None or isinstance(item, slice):
+            out += 1
+    return tuple(replaced), picks
+
+
+def _integral(tensor: Any) -> bool:
+    return not tensor.dtype.is_floating_point and tensor.dtype != torch.bool
+
+
+def with_ints(key: Any) -> Any:
+    """The key with each 0-d integer GT tensor the int it holds (a fetch each): how
+    torch takes them before its advanced indexing."""
+    from gt.tensor import Tensor
+
+    def as_int(item: Any) -> Any:
+        if isinstance(item, Tensor) and item.ndim == 0 and _integral(item):
+            return int(item.item())
+        return item
+    return tuple(as_int(item) for item in key) if isinstance(key, tuple) else as_int(key)
 
 
 def _bound(value: Any) -> int | None:

@@ -10,7 +10,7 @@ import torch
 
 from gt import tensor as core
 from gt import views
-from gt.indexing import is_advanced, normalize_index, without_ranges
+from gt.indexing import is_advanced, normalize_index, tensor_ints, with_ints, without_ranges
 from gt.ir.dtypes import TORCH_NAMES, dtype_name
 from gt.ir.type_rules import normalize_dim
 from gt.numpy_names import numpy_names
@@ -172,16 +172,33 @@ class ShapeMethods:
     swapdims_ = swapaxes_ = transpose_
 
     def __getitem__(self, key: Any):
-        key = without_ranges(key)
+        key, picks = self._index_key(key)
         if is_advanced(key):  # tensors, masks, lists: torch's advanced indexing
             from gt import fallback
             return fallback.call('Tensor.__getitem__', (self, key), {})
         index = normalize_index(key, self._type.shape)
-        return views.mark(core.apply('getitem', [self], index=index), self,
-                          views.index_step(index))
+        result = views.mark(core.apply('getitem', [self], index=index), self,
+                            views.index_step(index))
+        for dim, position in reversed(picks):  # later dims first: earlier ones keep place
+            step = views.tensor_select_step(dim, position)
+            result = views.mark(step.take(result), result, step)
+        return result
+
+    def _index_key(self, key: Any) -> tuple[Any, list]:
+        """The key, and the 0-d integer tensors in it that select as ints do (torch's
+        `w[tags[i]]`), without fetching them where the rest of the key is basic."""
+        key = without_ranges(key)
+        basic, picks = tensor_ints(key, self.ndim)
+        if picks and is_advanced(basic):
+            return with_ints(key), []
+        return basic, picks
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        key = without_ranges(key)
+        basic, picks = self._index_key(key)
+        if picks:  # a write into the view those ints select
+            self[key].copy_(value)
+            return
+        key = basic
         if is_advanced(key):
             from gt import fallback
             fallback.call('Tensor.__setitem__', (self, key, value), {})

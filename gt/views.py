@@ -232,6 +232,40 @@ def index_step(index: list) -> Step:
                 lambda meta: meta[key])
 
 
+def tensor_select_step(dim: int, index: Any) -> Step:
+    """`x[t]` for a 0-d integer tensor `t`, which torch takes as the int it holds (a
+    select, a view): the value stays on the workers, so the element is gathered there
+    and put back with `where` on its position."""
+    from gt.tensor import apply, binary, creation
+
+    def position(parent: Any) -> Any:  # a negative index counts from the end, as an int's
+        size = parent._type.shape[dim]
+        return apply('where', [binary('lt', index, 0), binary('add', index, size), index])
+
+    def broadcast_shape(parent: Any) -> list[int]:
+        shape = list(parent._type.shape)
+        shape[dim] = 1
+        return shape
+
+    def take(parent: Any) -> Any:
+        shape = broadcast_shape(parent)
+        at = apply('reshape', [position(parent)], shape=[1] * len(shape))
+        picked = apply('gather', [parent, apply('expand', [at], shape=shape)], dim=dim)
+        return apply('reshape', [picked], shape=shape[:dim] + shape[dim + 1:])
+
+    def put(parent: Any, view: Any) -> Any:
+        shape = [1] * parent.ndim
+        shape[dim] = parent._type.shape[dim]
+        places = apply('reshape', [creation('arange', (shape[dim],), 'int64', start=0,
+                                            step=1)], shape=shape)
+        values = apply('reshape', [view], shape=broadcast_shape(parent))
+        return apply('where', [apply('eq', [places, position(parent)]), values, parent])
+
+    # The layout's offset is the first element's (the index is not known here); its
+    # sizes and strides, what is_contiguous() and reshape read, are the select's.
+    return Step(take, put, lambda meta: meta.select(dim, 0))
+
+
 def reshape_step(shape: list[int], layout: Callable | None = None) -> Step:
     """Any view that only regroups elements in order: view, unsqueeze, squeeze, flatten
     (`layout`: the op on a meta tensor, when it is not `view`)."""

@@ -115,3 +115,30 @@ def test_a_range_indexes_as_the_list_it_holds():
     got[range(3), rows] = got.max()
     want[range(3), trows] = want.max()
     assert_same(got, want)
+
+
+def run_zero_dim_tensor_indices(lib):
+    """A 0-d integer tensor indexes as the int it holds (the Bi-LSTM CRF tutorial's
+    `transitions[tags[i + 1], tags[i]]`): a select, with gradients, a view that writes
+    reach, negative values counting from the end; mixed with advanced indices too."""
+    lib.manual_seed(0)
+    w = lib.randn(5, 5, requires_grad=True)
+    tags = lib.tensor([3, 0, 1, -1])
+    total = (w[tags[1]].sum() + w[tags[0], tags[1]] * 2 + w[:, tags[2]].sum() * 3
+             + w[4, tags[3]] + w[tags[3]][tags[0]] + w[..., tags[0]].sum()
+             + w[tags[0], [1, 2]].sum() + w[None, tags[1]].sum())
+    total.backward()
+    x = lib.zeros(5, 5)
+    one = lib.tensor(1)
+    x[one] = 1
+    x[one, lib.tensor(0)] += 5
+    x[:, lib.tensor(-1)] = lib.arange(5.0)
+    x[lib.tensor(2)].fill_(7)
+    return [total.item(), w.grad.tolist(), x.tolist(), x[one].is_contiguous(),
+            x[:, one].is_contiguous(), tuple(x[one].shape)]
+
+
+def test_a_zero_dim_integer_tensor_indexes_as_torchs():
+    mine, theirs = run_zero_dim_tensor_indices(gt), run_zero_dim_tensor_indices(torch)
+    assert mine[0] == pytest.approx(theirs[0], rel=1e-6)
+    assert mine[1:] == theirs[1:]
