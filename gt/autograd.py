@@ -79,30 +79,10 @@ class TapeNode:
 
     @property
     def next_functions(self) -> tuple:
-        """torch's: for each input, the node that made it and which of its outputs, an
-        `AccumulateGrad` for a leaf that requires grad, or (None, 0)."""
-        return tuple(_next_function(tensor) for tensor in self.inputs)
+        """torch's: for each input, what made it (gt/grad_fn_links.py)."""
+        from gt.grad_fn_links import next_function
 
-
-class AccumulateGrad:
-    """What torch's `next_functions` names for a leaf that requires grad."""
-
-    next_functions = ()
-
-    def __init__(self, variable: Any) -> None:
-        self.variable = variable
-
-    def name(self) -> str:
-        return 'torch::autograd::AccumulateGrad'
-
-
-def _next_function(tensor: Any) -> tuple:
-    if tensor.grad_fn is not None:
-        return tensor.grad_fn, tensor.grad_fn.output_ids.index(tensor._id) \
-            if tensor._id in tensor.grad_fn.output_ids else 0
-    if tensor.requires_grad:
-        return AccumulateGrad(tensor if tensor._leaf_of is None else tensor._leaf_of), 0
-    return None, 0
+        return tuple(next_function(tensor) for tensor in self.inputs)
 
 
 def hand_over(tensor: Any, candidates: list) -> Any:
@@ -502,20 +482,13 @@ def __getattr__(name: str) -> Any:
     `gt.autograd.Variable` (torch's legacy wrapper, gt/legacy_types.py), `Function` and
     `FunctionCtx` (gt/autograd_function.py), `gradcheck`/`gradgradcheck`
     (gt/gradcheck.py), and torch.autograd's submodules (gt/autograd_submodules.py)."""
-    if name == 'Variable':
-        from gt.legacy_types import Variable
+    import importlib
 
-        return Variable
-    if name in ('Function', 'FunctionCtx'):
-        from gt import autograd_function
-
-        return getattr(autograd_function, name)
-    if name in ('gradcheck', 'gradgradcheck'):
-        from gt import gradcheck
-
-        return getattr(gradcheck, name)
+    homes = {'Variable': 'gt.legacy_types', 'Function': 'gt.autograd_function',
+             'FunctionCtx': 'gt.autograd_function', 'gradcheck': 'gt.gradcheck',
+             'gradgradcheck': 'gt.gradcheck'}
+    if name in homes:
+        return getattr(importlib.import_module(homes[name]), name)
     if name in ('function', 'functional', 'grad_mode', 'graph', 'forward_ad'):
-        from gt.autograd_submodules import SUBMODULES
-
-        return SUBMODULES[name]
+        return importlib.import_module('gt.autograd_submodules').SUBMODULES[name]
     raise AttributeError(f"module 'gt.autograd' has no attribute {name!r}")
