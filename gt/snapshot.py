@@ -114,16 +114,12 @@ def _gt_form(value: Any) -> Any:
 
 
 def snapshot(value: torch.Tensor, owner: Any, hold: bool = True) -> Snapshot:
-    """`value` as `owner`'s `.data`. It holds the tensor's values as torch's `.data`
-    holds its storage, through a detached alias (no history kept): the tensor is often a
-    temporary (`conv.weight.data.normal_()` on a parametrized weight,
-    `emb.weight[0].data.zero_()`), and the write must still happen, on the cluster, and
-    reach a view's base. `hold=False` (state_dict's values: the model holds its
-    parameters) refers to the tensor weakly, for no op per value."""
+    """`value` as `owner`'s `.data`. It holds the tensor as torch's `.data` holds its
+    storage: the tensor is often a temporary (`conv.weight.data.normal_()` on a
+    parametrized weight, `emb.weight[0].data.zero_()`), and the write must still happen,
+    on the cluster, and reach a view's base. (Its tape is no weight to carry: backward
+    frees what the nodes kept.) `hold=False` (state_dict's values, which must not keep
+    a model alive) refers to the tensor weakly."""
     taken = value.as_subclass(Snapshot)
-    if hold:
-        alias = owner.detach()
-        taken._owner = lambda: alias
-    else:
-        taken._owner = weakref.ref(owner)
+    taken._owner = (lambda: owner) if hold else weakref.ref(owner)
     return taken
