@@ -216,6 +216,8 @@ class MathMethods:
         if mat1.ndim != 2 or mat2.ndim != 2:
             raise RuntimeError(f'addmm: mat1 and mat2 must be matrices, got '
                                f'{list(mat1.shape)} and {list(mat2.shape)}')
+        if self.dtype in (torch.float16, torch.bfloat16):  # torch's fused kernel rounds once
+            return _by_name(self, 'addmm')(mat1, mat2, beta=beta, alpha=alpha)
         return _scaled_sum(self, mat1 @ mat2, beta, alpha)
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):

@@ -2,14 +2,17 @@
 from GT ops, so its values and gradients come from the ops' own rules and it runs where
 its inputs live. Parameters carry torch's names, shapes and initial draws, so state dicts
 move both ways. torch's fast path (fused kernels, nested tensors) is an inference shortcut
-to the same numbers; GT does not take it.
+to the same numbers; GT does not take it. Also torch.nn.attention's `sdpa_kernel` and
+`SDPBackend`, which attention code sets.
 """
 
+import contextlib
 import math
 import warnings
-from typing import Any
+from typing import Any, Iterator
 
 import torch
+from torch.nn.attention import SDPBackend  # noqa: F401 (torch's place: nn.attention)
 
 from gt.creation import zeros
 from gt.functional import cat
@@ -19,6 +22,17 @@ from gt.nn.layers import Linear
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
 from gt.tensor import Tensor
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends: Any, set_priority: bool = False) -> Iterator[None]:
+    """torch.nn.attention's kernel choice for `scaled_dot_product_attention`: checked and
+    accepted, as torch.backends' flags are; each worker's torch picks its own kernel."""
+    chosen = backends if isinstance(backends, (list, tuple)) else [backends]
+    if not all(isinstance(backend, SDPBackend) for backend in chosen):
+        raise TypeError('Backend must be an instance of SDPBackend or a list of SDPBackend '
+                        'instances')
+    yield
 
 
 class NonDynamicallyQuantizableLinear(Linear):

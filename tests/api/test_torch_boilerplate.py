@@ -6,6 +6,7 @@ import time
 import warnings
 
 import pytest
+import torch
 
 import gt
 import gt.nn as nn
@@ -212,3 +213,44 @@ def test_checkpoint_gives_torchs_outputs_and_gradients(reentrant):
         results.append([out, x.grad, model[0].weight.grad])
     for got, expected in zip(results[1], results[0]):
         torch.testing.assert_close(torch.as_tensor(got.tolist()), expected.detach())
+
+
+def test_attention_kernel_switches_and_torch_jit_guards_as_model_code_uses_them():
+    from gt.nn.attention import SDPBackend, sdpa_kernel
+
+    for lib in (gt, torch):
+        flags = lib.backends.cuda
+        flags.enable_flash_sdp(False)
+        with flags.sdp_kernel(enable_math=False):
+            inside = (flags.flash_sdp_enabled(), flags.math_sdp_enabled())
+        assert inside == (True, False) and flags.math_sdp_enabled()
+        flags.enable_flash_sdp(True)
+        assert not lib.jit.is_scripting() and not lib.jit.is_tracing()
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]):
+        q = gt.randn(1, 2, 4, 8)
+        out = gt.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert out.shape == (1, 2, 4, 8)
+    with pytest.raises(TypeError, match='SDPBackend'), sdpa_kernel('math'):
+        pass
+
+    @gt.jit.script
+    def doubled(x):
+        return x * 2
+    assert doubled(gt.ones(2)).tolist() == [2.0, 2.0]
+    assert gt.jit.ignore(doubled) is doubled and gt.jit.annotate(int, 3) == 3
+    with pytest.raises(RuntimeError, match='TorchScript'):
+        gt.jit.save(doubled, 'x.pt')
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16])
+def test_half_precision_linear_rounds_once_as_torchs_fused_kernel(dtype):
+    results = []
+    for lib in (gt, torch):
+        lib.manual_seed(2)
+        layer = lib.nn.Linear(4, 4).to(dtype)
+        x = lib.randn(2, 4, dtype=dtype, requires_grad=True)
+        y = layer(x)
+        y.float().sum().backward()
+        direct = layer.bias.detach().addmm(x.detach(), layer.weight.detach().t(), beta=0.5)
+        results.append([y.float().tolist(), x.grad.float().tolist(), direct.float().tolist()])
+    assert results[0] == results[1]

@@ -108,13 +108,17 @@ def test_a_training_run_gives_torchs_losses_when_compiled(cluster, monkeypatch, 
 
 
 def test_gt_compile_turns_compiling_on_for_the_session(cluster, monkeypatch):
-    """A ported script's `model = torch.compile(model)`: the model comes back itself, and
-    the session's hot programs compile with the backend named."""
+    """A ported script's `model = torch.compile(model)`: the model comes back wrapped as
+    torch's does (`_orig_mod`, and its attributes reached through the wrapper), and the
+    session's hot programs compile with the backend named."""
     for name in ('GT_AUTO_COMPILE', 'GT_COMPILE', 'GT_COMPILE_BACKEND'):
         monkeypatch.delenv(name, raising=False)
     with connected(cluster.address):
         model = nn.Linear(2, 2)
-        assert gt.compile(model, backend='eager', mode='max-autotune') is model
+        compiled = gt.compile(model, backend='eager', mode='max-autotune')
+        assert compiled._orig_mod is model and compiled.weight is model.weight
+        assert list(compiled.state_dict()) == ['_orig_mod.weight', '_orig_mod.bias']
+        assert type(compiled).__name__ == type(torch.compile(torch.nn.Linear(2, 2))).__name__
 
         def step():
             pass
