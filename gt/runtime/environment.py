@@ -14,6 +14,7 @@ import argparse
 import math
 import os
 import re
+import warnings
 from collections.abc import Mapping
 
 # name: (default, least). An integer has a `least`; a number (None there) is above 0, or
@@ -113,8 +114,18 @@ def switch(name: str, default: bool | None = False,
 CHOICES = {'GT_THREAD_TUNING': ('checked', 'compiled', 'all', '0')}
 
 
+# Variables of the original documents that GT's lazy design has no use for: set, they
+# are named as ignored rather than silently changing nothing.
+SUPERSEDED = {'GT_WORKER_BATCH_SIZE': 'a worker gets whole programs, one message per '
+                                      'fragment, so there is no batch of ops to size'}
+
+
 def check_all() -> None:
-    """Refuse any of the variables that is set but malformed or out of range."""
+    """Refuse any of the variables that is set but malformed or out of range; say which
+    set variables are ignored."""
+    for name, why in SUPERSEDED.items():
+        if name in os.environ:
+            warnings.warn(f'{name} is ignored: {why}', stacklevel=2)
     for name in VARIABLES:
         value_of(name)
     for name in SIZES:
