@@ -57,6 +57,7 @@ from gt.runtime.transport import dealer, endpoint_for, receive, send
 FRAGMENT_LIMIT = environment.integer('GT_FRAGMENT_LIMIT')
 SILENCE_SECONDS = environment.number('GT_TIMEOUT')  # no sign of life: give up
 PING_SECONDS = 1.0
+RECHECK_SECONDS = 2.0  # after a silent wait: how long the next one waits for a Pong
 WORKERLESS_NOTICE_SECONDS = 5.0  # waiting this long at connect for a worker: say so
 KEEP_ALIVE_SECONDS = 1.0
 GOODBYE_SECONDS = 2.0  # a closing client's wait for its own server to end the session
@@ -77,6 +78,7 @@ class Client:
         self.compile_wish = compile_settings.requested()  # a bad GT_COMPILE_BACKEND raises here
         self.endpoint = endpoint
         self.server = server
+        self.unanswered = False  # the last wait heard nothing from the dispatcher
         self.pid = os.getpid()
         self.conversation = threading.RLock()  # see ownership.one_thread_at_a_time
         self.token, self.keys = token, keys  # CURVE keys: see gt.runtime.curve
@@ -364,6 +366,13 @@ class Client:
     # ---- waiting -------------------------------------------------------------------------
     @ownership.one_thread_at_a_time
     def _wait(self, kind: type, request: int | None = None, startup: bool = False):
+        if self.unanswered:  # silent through a whole wait before: ask once, briefly
+            send(self.socket, Ping())
+            if not self._poll(int(RECHECK_SECONDS * 1000)):
+                raise ConnectionError(
+                    f'the GT dispatcher at {self.endpoint} gave no answer for '
+                    f'{SILENCE_SECONDS:.0f} s before, and none now: is it running?')
+            self.unanswered = False
         last_heard = last_ping = time.monotonic()
         started = last_heard
         noticed = False
@@ -398,6 +407,7 @@ class Client:
             # processes being alive is the sign of life then.
             starting_locally = startup and self.server is not None
             if now - last_heard > SILENCE_SECONDS and not starting_locally:
+                self.unanswered = True  # the next wait asks once, and gives up sooner
                 raise ConnectionError(
                     f'no answer from the GT dispatcher at {self.endpoint} for '
                     f'{SILENCE_SECONDS:.0f} s: is it running?'

@@ -63,6 +63,26 @@ def test_no_server_is_a_connection_error(monkeypatch):
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.time_limit(90)
+def test_after_the_dispatcher_dies_later_calls_fail_sooner(start_cluster, monkeypatch):
+    """The first wait gives up after GT_TIMEOUT; a later one asks once and gives up
+    within seconds, rather than waiting the whole timeout again."""
+    monkeypatch.setattr(gt.runtime.client, 'SILENCE_SECONDS', 4.0)
+    private = start_cluster(workers=1)
+    with connected(private.address):
+        x = gt.ones(3)
+        assert x.sum().item() == 3.0
+        private.server.kill()
+        private.server.wait(10)
+        waits = []
+        for _ in range(3):
+            started = time.monotonic()
+            with pytest.raises(ConnectionError, match='is it running'):
+                (x * 2).sum().item()
+            waits.append(time.monotonic() - started)
+    assert waits[0] >= 4.0 and all(wait < 3.5 for wait in waits[1:]), waits
+
+
 # ---- a lost worker ------------------------------------------------------------------------
 @pytest.mark.time_limit(60)
 def test_a_server_without_workers_is_said_while_waiting_then_raises(start_cluster):
