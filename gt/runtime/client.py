@@ -10,7 +10,6 @@ import contextlib
 import gc
 import os
 import socket as sockets
-import sys
 import threading
 import time
 
@@ -21,6 +20,7 @@ import zmq
 
 from gt import config, signal
 from gt.runtime import compile_settings, curve, diagnostics, environment, ownership, shared_memory
+from gt.runtime.dispatcher_waits import DispatcherWaits
 from gt.runtime.fetched import assemble
 from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
@@ -37,9 +37,6 @@ from gt.runtime.protocol import (
     Mark,
     Marked,
     Ping,
-    ProtocolError,
-    Refused,
-    SessionEnded,
     Stats,
     StatsRequest,
     Submit,
@@ -48,27 +45,22 @@ from gt.runtime.protocol import (
 )
 from gt.runtime.reports import Reports, first_unsendable, ids_made
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
-from gt.runtime.transport import dealer, endpoint_for, receive, send
+from gt.runtime.transport import dealer, endpoint_for, send
 
 # Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
 # the workers are idle then: a step cut in two costs a message and a program more than
 # its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
 # 1.7-2.1 ms with a 32-op head), and its pieces compile as regions of their own.
 FRAGMENT_LIMIT = environment.integer('GT_FRAGMENT_LIMIT')
-SILENCE_SECONDS = environment.number('GT_TIMEOUT')  # no sign of life: give up
-PING_SECONDS = 1.0
-RECHECK_SECONDS = 2.0  # after a silent wait: how long the next one waits for a Pong
-WORKERLESS_NOTICE_SECONDS = 5.0  # waiting this long at connect for a worker: say so
 KEEP_ALIVE_SECONDS = 1.0
 GOODBYE_SECONDS = 2.0  # a closing client's wait for its own server to end the session
-STARTUP_SECONDS = environment.number('GT_STARTUP_TIMEOUT')
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 (or off) turns it off.
 AUTO_SHARD_ELEMENTS = environment.integer('GT_AUTO_SHARD_ELEMENTS')
 
 
-class Client:
+class Client(DispatcherWaits):
     def __init__(self, endpoint: str, wait_for_workers: int = 1,
                  server: LocalServer | None = None, token: str | None = None,
                  weight: float | None = None, keys: curve.Keys | None = None):
@@ -362,79 +354,6 @@ class Client:
         self._remove_probe()
         if self.server is not None:
             self.server.stop()
-
-    # ---- waiting -------------------------------------------------------------------------
-    @ownership.one_thread_at_a_time
-    def _wait(self, kind: type, request: int | None = None, startup: bool = False):
-        if self.unanswered:  # silent through a whole wait before: ask once, briefly
-            send(self.socket, Ping())
-            if not self._poll(int(RECHECK_SECONDS * 1000)):
-                raise ConnectionError(
-                    f'the GT dispatcher at {self.endpoint} gave no answer for '
-                    f'{SILENCE_SECONDS:.0f} s before, and none now: is it running?')
-            self.unanswered = False
-        last_heard = last_ping = time.monotonic()
-        started = last_heard
-        noticed = False
-        while True:
-            if self._poll(250):
-                try:
-                    message, frames = receive(self.socket)
-                except ProtocolError:
-                    continue
-                last_heard = time.monotonic()
-                if isinstance(message, Refused):
-                    raise ConnectionError(f'the GT dispatcher refused: {message.reason}')
-                if isinstance(message, SessionEnded):
-                    self._stop_keep_alive.set()
-                    self.ended = (f'{message.reason}. Call gt.connect(address) for a new '
-                                  'session and make the tensors again, or run the script again')
-                    raise ClosedSessionError(self.ended)
-                if isinstance(message, Marked):
-                    self.pacer.marked(message.number)
-                    if kind is Marked and message.number == request:
-                        return message, frames
-                    continue
-                if isinstance(message, kind) and getattr(message, 'request', request) == request:
-                    return message, frames
-                continue
-            now = time.monotonic()
-            if self.server is not None:
-                self.server.check_alive(starting=startup)
-            if self.handshake is not None:
-                self.handshake.check()  # a failed one raises what to set, at once
-            # A local server that is still starting is silent while it imports torch; its
-            # processes being alive is the sign of life then.
-            starting_locally = startup and self.server is not None
-            if now - last_heard > SILENCE_SECONDS and not starting_locally:
-                self.unanswered = True  # the next wait asks once, and gives up sooner
-                raise ConnectionError(
-                    f'no answer from the GT dispatcher at {self.endpoint} for '
-                    f'{SILENCE_SECONDS:.0f} s: is it running?'
-                    + (self.handshake.hint() if self.handshake else ''))
-            if (startup and not starting_locally and not noticed
-                    and now - started > WORKERLESS_NOTICE_SECONDS):
-                noticed = True
-                print(f'gt: the dispatcher at {self.endpoint} answers, but no worker has '
-                      f'joined it yet; waiting up to {STARTUP_SECONDS:.0f} s '
-                      '(GT_STARTUP_TIMEOUT) for one (python -m gt.worker --host H -p PORT)',
-                      file=sys.stderr, flush=True)
-            if startup and now - started > STARTUP_SECONDS:
-                raise ConnectionError(f'no GT worker joined the dispatcher at {self.endpoint} '
-                                      f'within {STARTUP_SECONDS:.0f} s')
-            if now - last_ping > PING_SECONDS:
-                send(self.socket, Ping())
-                last_ping = now
-
-    def _poll(self, milliseconds: int) -> bool:
-        """Whether a message waits, within `milliseconds`; until the first handshake
-        succeeds, a handshake event ends the wait too, so a wrong key is said at once."""
-        if self.handshake is None:
-            return bool(self.socket.poll(milliseconds))
-        poller = zmq.Poller()
-        poller.register(self.socket, zmq.POLLIN)
-        poller.register(self.handshake.monitor, zmq.POLLIN)
-        return self.socket in dict(poller.poll(milliseconds))
 
 
 # ---- the process's connection ----------------------------------------------------------------

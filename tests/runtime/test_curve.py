@@ -171,7 +171,7 @@ def test_a_listener_that_hangs_up_every_handshake_is_a_clear_error(monkeypatch):
     """What a plain client sees of a CURVE server half the time (the server notices the
     mismatch first and hangs up), and all it sees of a port that is no ZeroMQ server."""
     monkeypatch.delenv('GT_CURVE_SERVER_KEY', raising=False)
-    monkeypatch.setattr('gt.runtime.client.SILENCE_SECONDS', 3600.0)
+    monkeypatch.setattr('gt.runtime.dispatcher_waits.SILENCE_SECONDS', 3600.0)
     listener = socket.create_server(('127.0.0.1', 0))
 
     def hang_up_on_everyone():
@@ -195,7 +195,7 @@ def test_no_key_or_a_wrong_key_is_a_clear_error_at_once(secured, keys, monkeypat
     monkeypatch.delenv('GT_CURVE_SERVER_KEY', raising=False)
     # No silence timeout within the test's time limit: the error must come from the
     # handshake itself, not from a client that gave up waiting.
-    monkeypatch.setattr('gt.runtime.client.SILENCE_SECONDS', 3600.0)
+    monkeypatch.setattr('gt.runtime.dispatcher_waits.SILENCE_SECONDS', 3600.0)
     with pytest.raises(ConnectionError, match='requires CURVE encryption: set '
                        'GT_CURVE_SERVER_KEY'):
         gt.connect(secured.endpoint)

@@ -55,7 +55,7 @@ def client(cluster):
 # ---- no server ----------------------------------------------------------------------------
 @pytest.mark.time_limit(60)
 def test_no_server_is_a_connection_error(monkeypatch):
-    monkeypatch.setattr(gt.runtime.client, 'SILENCE_SECONDS', 3.0)  # GT_TIMEOUT=3
+    monkeypatch.setattr(gt.runtime.dispatcher_waits, 'SILENCE_SECONDS', 3.0)  # GT_TIMEOUT=3
     started = time.monotonic()
     with pytest.raises(ConnectionError, match='no answer|refused|running'):
         with connected(f'localhost:{free_port()}'):
@@ -67,7 +67,7 @@ def test_no_server_is_a_connection_error(monkeypatch):
 def test_after_the_dispatcher_dies_later_calls_fail_sooner(start_cluster, monkeypatch):
     """The first wait gives up after GT_TIMEOUT; a later one asks once and gives up
     within seconds, rather than waiting the whole timeout again."""
-    monkeypatch.setattr(gt.runtime.client, 'SILENCE_SECONDS', 4.0)
+    monkeypatch.setattr(gt.runtime.dispatcher_waits, 'SILENCE_SECONDS', 4.0)
     private = start_cluster(workers=1)
     with connected(private.address):
         x = gt.ones(3)
@@ -175,7 +175,7 @@ def test_worker_lost_while_a_fetch_waits(start_cluster):
 # ---- a lost dispatcher ----------------------------------------------------------------------
 @pytest.mark.time_limit(90)
 def test_killed_dispatcher_fails_a_waiting_client(start_cluster, monkeypatch):
-    monkeypatch.setattr(gt.runtime.client, 'SILENCE_SECONDS', 4.0)  # GT_TIMEOUT=4
+    monkeypatch.setattr(gt.runtime.dispatcher_waits, 'SILENCE_SECONDS', 4.0)  # GT_TIMEOUT=4
     # A patient dispatcher: the stopped worker must not be declared lost before the kill.
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '120'})
     with connected(private.address):
