@@ -140,25 +140,27 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     is_tuple, inputs = _as_tuple(inputs, 'inputs', 'jacobian')
     inputs = _prepared(inputs, create_graph)
     outputs_tuple, outputs = _outputs(func, inputs, 'jacobian')
-    rows = []  # per output, per input: the stacked gradients of each output element
+    rows = []  # per output, per input: its Jacobian block
     for index, out in enumerate(outputs):
-        flat = out.reshape(-1)
-        per_input: list[list] = [[] for _ in inputs]
-        for element in range(flat.numel()):
-            picked = flat[element]
-            grads = _grads((picked,), inputs, (picked.new_ones(()),), create_graph, strict,
-                           f'Output {index} of the user-provided function is independent of '
-                           'input {index}. This is not allowed in strict mode.')
-            for position, grad in enumerate(grads):
-                per_input[position].append(grad)
-        rows.append(tuple(
-            (stack(grads, 0) if grads else item.new_zeros((0, *item.shape)))
-            .reshape(*out.shape, *item.shape)
-            for grads, item in zip(per_input, inputs)))
-    rows = [_finished(row, create_graph) for row in rows]
+        message = (f'Output {index} of the user-provided function is independent of '
+                   'input {index}. This is not allowed in strict mode.')
+        blocks = jacobian_blocks(out, inputs, lambda picked: _grads(
+            (picked,), inputs, (picked.new_ones(()),), create_graph, strict, message))
+        rows.append(_finished(tuple(blocks), create_graph))
     if not outputs_tuple:
         return rows[0] if is_tuple else rows[0][0]
     return tuple(row if is_tuple else row[0] for row in rows)
+
+
+def jacobian_blocks(out: Tensor, inputs: tuple | list, gradients: Callable) -> list:
+    """d(out)/d(input) for each input, of shape out.shape + input.shape: one backward
+    pass per element of `out` (`gradients(element)`: that element's, one per input),
+    as torch's Jacobian without vmap. gt.func's jacrev shares it."""
+    flat = out.reshape(-1)
+    rows = [gradients(flat[element]) for element in range(flat.numel())]
+    return [(stack([row[position] for row in rows], 0) if rows
+             else item.new_zeros((0, *item.shape))).reshape(*out.shape, *item.shape)
+            for position, item in enumerate(inputs)]
 
 
 def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,

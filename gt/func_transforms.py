@@ -18,6 +18,7 @@ from typing import Any, Callable
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from gt import autograd
+from gt.autograd_functional import jacobian_blocks
 from gt.creation import zeros_like
 from gt.functional import stack
 from gt.grad_mode import enable_grad
@@ -197,15 +198,9 @@ def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False,
             inputs = [leaf for _, leaves in parts for leaf in leaves]
             jacobians = []
             for out in out_leaves:
-                flat = out.reshape(-1)
-                rows = [_gradients([flat[index]], inputs, None, nested)
-                        for index in range(flat.numel())]
-                per_input = [stack([row[position] for row in rows], 0) if rows
-                             else item.new_zeros((0, *item.shape))
-                             for position, item in enumerate(inputs)]
-                shaped = [block.reshape(*out.shape, *item.shape)
-                          for block, item in zip(per_input, inputs)]
-                jacobians.append(_rebuilt(parts, shaped, argnums))
+                blocks = jacobian_blocks(out, inputs, lambda picked: _gradients(
+                    [picked], inputs, None, nested))
+                jacobians.append(_rebuilt(parts, blocks, argnums))
         jacobian = _detached(tree_unflatten(jacobians, out_spec), nested)
         return (jacobian, _detached(aux, nested)) if has_aux else jacobian
     return wrapper

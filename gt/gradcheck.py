@@ -32,7 +32,9 @@ def _outputs(func: Callable, inputs: tuple) -> tuple:
 def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, raise_exception: bool = True, **unused: Any) -> bool:
     """Whether `func`'s analytical Jacobians (by backward) match its numerical ones
-    (central differences with step `eps`) for every input that requires grad."""
+    (central differences with step `eps`) for every input that requires grad. This is
+    torch's slow mode; its other options (`fast_mode`, the batched and forward-AD
+    checks) are accepted and leave it so."""
     inputs = _tuple(inputs)
     wanted = [index for index, item in enumerate(inputs)
               if isinstance(item, Tensor) and item.requires_grad]
