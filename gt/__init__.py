@@ -110,7 +110,10 @@ from gt.serialization import load, save
 from gt.tensor import Tensor
 from gt.tensor_device import device
 
-__version__ = _metadata.version('gt')
+try:
+    __version__ = _metadata.version('gt')
+except _metadata.PackageNotFoundError:  # a source checkout on PYTHONPATH, not pip-installed
+    __version__ = '0+source'
 bool = _torch.bool
 uint8, int8, int16 = _torch.uint8, _torch.int8, _torch.int16
 int32, int64 = _torch.int32, _torch.int64

@@ -1,12 +1,20 @@
 """Compiling regions beside execution, so that no program ever waits for a compile.
 
 `Compiler.submit` returns a Future at once; one daemon thread works through requests in
-order. `inductor` (the default backend) builds an AOTInductor package in the compile
-helper process and loads it here (milliseconds); a package already on disk, from another
-worker or an earlier run, is just loaded. The cheap backends (`eager`, `aot_eager`,
-`cudagraphs`) compile in the thread with `torch.compile`, which takes a fraction of a
-second; `torch._dynamo.run` then calls the result without ever compiling again, so a
-guard that fails on the worker's thread runs the region eagerly instead of recompiling.
+order. On a CPU worker `inductor` (the default backend) builds an AOTInductor package in
+the compile helper process and loads it here (milliseconds); a package already on disk,
+from another worker or an earlier run, is just loaded. The cheap backends (`eager`,
+`aot_eager`, `cudagraphs`) compile in the thread with `torch.compile`, which takes a
+fraction of a second; `torch._dynamo.run` then calls the result without ever compiling
+again, so a guard that fails on the worker's thread runs the region eagerly instead of
+recompiling.
+
+On a GPU worker Inductor compiles in the thread too, as torch.compile does in a script:
+torch 2.11's (cu130) package loader crashed every process that loaded a CUDA package
+on an H200 (SIGSEGV inside `AOTIModelPackageLoader`, with or without GT), so packages
+would leave every GPU region eager. In the thread, the compile shares the interpreter
+with the worker's loop; a GPU machine has the cores for Inductor's own compile workers,
+and the loop keeps running eagerly meanwhile.
 
 A compile that fails leaves its region eager: the first failure on a worker prints one
 warning to stderr; `GT_DEBUG_COMPILE=1` prints every compile and every failure in full.
@@ -52,7 +60,8 @@ def debugging() -> bool:
 
 
 class Compiler:
-    def __init__(self) -> None:
+    def __init__(self, device: Any = 'cpu') -> None:
+        self.packages = torch.device(device).type == 'cpu'  # Inductor as packages (above)
         self.requests: queue.SimpleQueue = queue.SimpleQueue()
         self.helper = CompileHelper()
         self.thread: threading.Thread | None = None
@@ -115,7 +124,7 @@ class Compiler:
         future: Future = Future()
         with self.lock:
             self.pending += 1
-            if backend == 'inductor':
+            if self._packaged(backend):
                 examples = tuple(graph_module.spec_of(value) for value in examples)
                 self.building += 1
         self.requests.put((future, steps, region, examples, backend))
@@ -170,11 +179,15 @@ class Compiler:
                 del examples  # not kept alive until the next request
                 with self.lock:
                     self.pending -= 1
-                    self.building -= backend == 'inductor'
+                    self.building -= self._packaged(backend)
                     self.seconds += time.perf_counter() - start
 
+    def _packaged(self, backend: str) -> bool:
+        """Whether `backend` builds in the compile helper (the worker's `building` counts)."""
+        return backend == 'inductor' and self.packages
+
     def _compile(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Any:
-        if backend == 'inductor':
+        if self._packaged(backend):
             wire, specs = graph_module.to_wire(steps, region), list(examples)
             path = aot_package.package_path(wire, specs)
             if not path.exists():

@@ -70,7 +70,7 @@ class Worker:
         self.errors: dict[int, list] = {}
         self.programs: dict[int, Program] = {}
         # Compiling is torch's: the numpy engine runs every program as generated Python.
-        self.compiler = Compiler() if self.engine.name == 'torch' else None
+        self.compiler = Compiler(self.engine.device) if self.engine.name == 'torch' else None
         self.main = Lane(self.socket, self.programs, self.compiler)
         self.threads = WorkerThreads(tune=self.engine.name == 'torch'
                                      and self.engine.device.type == 'cpu')

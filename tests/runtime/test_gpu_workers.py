@@ -191,10 +191,11 @@ def test_cuda_synchronize_waits_for_the_gpus_kernels(gpu_cluster):
     assert waited >= torch_seconds / 2, (waited, torch_seconds)
 
 
-@pytest.mark.parametrize('backend', ['cudagraphs', 'aot_eager'])
+@pytest.mark.parametrize('backend', ['cudagraphs', 'aot_eager', 'inductor'])
 def test_programs_compile_on_the_gpu(gpu_cluster, monkeypatch, backend):
     """GT_COMPILE on a GPU worker: every program compiles, runs compiled, and the losses
-    are torch's on the same device."""
+    are torch's on the same device (Inductor too, which compiles in the worker's compile
+    thread on a GPU rather than as a package)."""
     monkeypatch.setenv('GT_COMPILE', '1')
     monkeypatch.setenv('GT_COMPILE_BACKEND', backend)
     with connected(gpu_cluster.address):
