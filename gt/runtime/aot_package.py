@@ -1,4 +1,5 @@
-"""Inductor-compiled regions as AOTInductor packages on disk, keyed by what they compute.
+"""Inductor-compiled regions of a CPU worker as AOTInductor packages on disk, keyed by
+what they compute (a GPU worker's Inductor compiles in its thread: gt.runtime.compiler).
 
 A package's name is a hash of the region (ops, slots, attrs), its inputs' shapes,
 strides, dtypes and devices, and the torch version, so every worker on this machine and
@@ -14,9 +15,9 @@ away from the programs it runs (measured: an MLP step of 7 ms took 20-35 ms for 
 So the worker finds the cache directory itself and loads packages with torch's C++ loader.
 
 A package is run once in the helper before it is published: a package that crashes the
-process running it (seen on CUDA: torch 2.11's AOTInductor killed the worker with SIGSEGV
-at its first call) then ends the helper, and the worker's region stays eager, instead of
-ending the worker and every session's tensors on it.
+process running it (seen on CUDA, where torch 2.11's AOTInductor killed the worker with
+SIGSEGV) then ends the helper, and the worker's region stays eager, instead of ending the
+worker and every session's tensors on it.
 """
 
 import fcntl
@@ -77,11 +78,6 @@ def build(wire: list, specs: list, path: str) -> float:
         except BaseException:
             partial.unlink(missing_ok=True)  # a build that failed leaves nothing behind
             raise
-        finally:
-            # The helper lives on beside the worker: the GPU memory its example inputs
-            # took goes back, not to its allocator's cache, where the worker cannot use it.
-            if torch.cuda.is_initialized():
-                torch.cuda.empty_cache()
     return time.perf_counter() - start
 
 
@@ -102,12 +98,9 @@ def partial_path(path: str, builder: int) -> Path:
 
 
 def load(path: Path, specs: list) -> Any:
-    """A callable taking the region's inputs and returning the list of its outputs, on
-    the GPU its inputs are on: a CUDA package otherwise runs on the calling thread's
-    current device, which is cuda:0 for a worker on cuda:1 (workers never switch it)."""
+    """A callable taking the region's inputs and returning the list of its outputs."""
     # torch's own loader (torch._inductor.aoti_load_package) makes the same C++ loader.
-    loader = torch._C._aoti.AOTIModelPackageLoader(str(path), 'model', False, 1,
-                                                   device_index(specs))
+    loader = torch._C._aoti.AOTIModelPackageLoader(str(path), 'model', False, 1, -1)
     return flat_caller(loader, len(specs))
 
 
@@ -128,12 +121,3 @@ def flat_caller(loader: Any, inputs: int) -> Any:
     run = loader.boxed_run
     return lambda *values: run(list(values))
 
-
-def device_index(specs: list) -> int:
-    """The index of the first CUDA device among the inputs' devices; -1 (the current
-    device, or no GPU) when there is none."""
-    for _, _, _, device in specs:
-        place = torch.device(device)
-        if place.type == 'cuda':
-            return place.index or 0
-    return -1

@@ -10,11 +10,11 @@ again, so a guard that fails on the worker's thread runs the region eagerly inst
 recompiling.
 
 On a GPU worker Inductor compiles in the thread too, as torch.compile does in a script:
-torch 2.11's (cu130) package loader crashed every process that loaded a CUDA package
-on an H200 (SIGSEGV inside `AOTIModelPackageLoader`, with or without GT), so packages
-would leave every GPU region eager. In the thread, the compile shares the interpreter
-with the worker's loop; a GPU machine has the cores for Inductor's own compile workers,
-and the loop keeps running eagerly meanwhile.
+on an H200 with torch 2.11 (cu130), loading a CUDA package crashed the process (SIGSEGV
+in `AOTIModelPackageLoader`, in a script without GT as in GT's worker), so packages would
+leave every GPU region eager. In the thread, the compile shares the interpreter with the
+worker's loop, which runs on eagerly meanwhile; the lock changes hands more often while
+it compiles (`_prompt_interpreter_handoffs`).
 
 A compile that fails leaves its region eager: the first failure on a worker prints one
 warning to stderr; `GT_DEBUG_COMPILE=1` prints every compile and every failure in full.
@@ -31,6 +31,7 @@ session, so that one session's loop, or the programs a finished script left unus
 hold back another's compiles.
 """
 
+import contextlib
 import os
 import queue
 import sys
@@ -40,7 +41,7 @@ import traceback
 import weakref
 from collections import Counter
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -53,6 +54,7 @@ CLOSE_SECONDS = 3.0  # a cheap backend's compile under way ends well within this
 MAX_PENDING_LAYOUTS = 4
 MAX_UNUSED_LAYOUTS = 4
 PERSISTENT_RUNS = 16
+COMPILING_SWITCH_SECONDS = 0.0002
 
 
 def debugging() -> bool:
@@ -161,7 +163,11 @@ class Compiler:
             if debugging():
                 _say(f'compiling a region of {len(region.steps)} ops with {backend}')
             try:
-                result = self._compile(steps, region, examples, backend)
+                if self._packaged(backend):
+                    result = self._compile(steps, region, examples, backend)
+                else:
+                    with _prompt_interpreter_handoffs():
+                        result = self._compile(steps, region, examples, backend)
             except Exception as error:
                 if not self.helper.closed:  # not a failure: the worker is stopping
                     with self.lock:
@@ -222,6 +228,20 @@ class Compiler:
             _say(f'warning: a region of {ops} ops did not compile with {backend} '
                  f'({type(error).__name__}: {first_line}); it runs eagerly. '
                  f'GT_DEBUG_COMPILE=1 shows details.')
+
+
+@contextlib.contextmanager
+def _prompt_interpreter_handoffs() -> Iterator[None]:
+    """While this thread compiles, the interpreter lock changes hands every
+    `COMPILING_SWITCH_SECONDS` rather than Python's 5 ms: each time the worker's loop lets
+    go of the lock (a socket wait, a device sync) a compiling thread takes it, and the loop
+    waited a whole interval to get it back, again and again within one program."""
+    usual = sys.getswitchinterval()
+    sys.setswitchinterval(COMPILING_SWITCH_SECONDS)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(usual)
 
 
 def _copying_outputs(run: Any) -> Any:

@@ -417,16 +417,28 @@ def test_a_package_that_fails_its_trial_is_dropped_and_the_worker_runs_on(
     assert not list(cache.rglob('*.pt2')), 'a failing package was kept'
 
 
-def test_a_package_runs_on_the_gpu_its_inputs_are_on():
-    """AOTInductor loads a CUDA package onto the current device unless told; a worker on
-    cuda:1 never makes that its current device."""
-    def spec(device: str) -> list:
-        return [[2, 3], [3, 1], 'float32', device]
+@pytest.mark.parametrize('device, backend, compiling_interval', [
+    ('cpu', 'eager', compiler.COMPILING_SWITCH_SECONDS),
+    ('cuda', 'inductor', compiler.COMPILING_SWITCH_SECONDS),
+    ('cpu', 'inductor', None)])
+def test_a_compile_in_the_workers_thread_hands_the_interpreter_back_promptly(
+        monkeypatch, device, backend, compiling_interval):
+    """A compile in the worker's compile thread (the cheap backends; Inductor on a GPU)
+    shortens the interpreter's switch interval while it runs, and restores it after; an
+    Inductor package builds in the helper process, leaving it alone."""
+    usual = sys.getswitchinterval()
+    seen = []
 
-    assert aot_package.device_index([spec('cpu'), spec('cuda:1')]) == 1
-    assert aot_package.device_index([spec('cuda:0')]) == 0
-    assert aot_package.device_index([spec('cpu'), spec('cpu')]) == -1
-    assert aot_package.device_index([]) == -1
+    def compile_noting_the_interval(self, steps, region, examples, backend):
+        seen.append(sys.getswitchinterval())
+        return lambda *values: values
+
+    monkeypatch.setattr(compiler.Compiler, '_compile', compile_noting_the_interval)
+    worker_compiler = compiler.Compiler(device)
+    done = worker_compiler.submit([], compiler.Region((), (), ()), (), backend)
+    done.result(timeout=10)
+    assert seen == [pytest.approx(compiling_interval or usual)]
+    assert sys.getswitchinterval() == usual
 
 
 def test_a_bad_backend_name_is_refused_at_the_first_op():
