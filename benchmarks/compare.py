@@ -2,8 +2,8 @@
 docs run it (`cd benchmarks; python compare.py`): the overhead benchmark (a chain of
 small ops, a big matmul) and the MLP training step (eager and auto-compiled), each
 printing GT's time, torch's, measured in the same run, and their ratio. The other
-benchmarks here (models.py, compile.py, multiplex.py, sharding.py, instruction_log.py)
-each run on their own.
+benchmarks here (models.py, batching.py, compile.py, multiplex.py, sharding.py,
+instruction_log.py) each run on their own.
 """
 
 import os

@@ -5,10 +5,12 @@ and `['ellipsis']` items, plain enough to hash, print and send.
 """
 
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+
+from gt import tensor_offsets
 
 
 def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
@@ -48,22 +50,26 @@ def is_advanced(key: Any) -> bool:
                for item in items)
 
 
-def tensor_ints(key: Any, ndim: int) -> tuple[Any, list[tuple[int, Any]]]:
-    """The 0-d integer GT tensors in a basic key, which torch takes as the ints they hold:
-    the key with each one a full slice, and per such tensor the dimension of the
-    result it selects from (the caller selects the later ones first)."""
-    from gt.tensor import Tensor
+class TensorSlice(NamedTuple):
+    """`[start:stop]` with tensor bounds `length` apart whatever they hold (gt.tensor_offsets)."""
+    start: Any
+    length: int
 
+
+def tensor_ints(key: Any, ndim: int) -> tuple[Any, list[tuple[int, Any]]]:
+    """The 0-d integer GT tensors in a basic key, which torch takes as the ints they hold,
+    and the slices between such a tensor and itself plus an int (`data[i:i + T]`): the
+    key with each one a full slice, and per one the dimension of the result it selects
+    or slices from, with the tensor or a TensorSlice (the caller takes later ones first)."""
     items = key if isinstance(key, tuple) else (key,)
-    picked = [isinstance(item, Tensor) and item.ndim == 0 and _integral(item)
-              for item in items]
-    if not any(picked):
+    picked = [_picked(item) for item in items]
+    if not any(pick is not None for pick in picked):
         return key, []
     consuming = sum(1 for item in items if item is not None and item is not Ellipsis)
     picks, out, replaced = [], 0, []
-    for item, is_pick in zip(items, picked):
-        if is_pick:
-            picks.append((out, item))
+    for item, pick in zip(items, picked):
+        if pick is not None:
+            picks.append((out, pick))
             replaced.append(slice(None))
             out += 1
             continue
@@ -73,6 +79,21 @@ def tensor_ints(key: Any, ndim: int) -> tuple[Any, list[tuple[int, Any]]]:
         elif item is None or isinstance(item, slice):
             out += 1
     return tuple(replaced), picks
+
+
+def _picked(item: Any) -> Any:
+    """The tensor or TensorSlice that `item` indexes with, or None for any other item."""
+    from gt.tensor import Tensor
+
+    if isinstance(item, Tensor):
+        return item if item.ndim == 0 and _integral(item) else None
+    if not isinstance(item, slice) or item.step not in (None, 1):
+        return None
+    start, stop = item.start, item.stop
+    if not (isinstance(start, Tensor) and start.ndim == 0 and _integral(start)):
+        return None
+    length = None if stop is None else tensor_offsets.static_length(start, stop)
+    return None if length is None else TensorSlice(start, length)
 
 
 def _integral(tensor: Any) -> bool:

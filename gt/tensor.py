@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from gt import autograd, post_accumulate_hooks, signal, views
+from gt import autograd, post_accumulate_hooks, signal, tensor_offsets, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
@@ -445,7 +445,13 @@ def binary(op: str, left: Any, right: Any) -> Tensor:
         if (op == 'pow' and tensor is left and isinstance(number, int) and number < 0
                 and tensor._type.dtype not in FLOATING):
             raise RuntimeError('integers to negative integer powers are not allowed')
+        offset = ((op == 'add' or (op == 'sub' and tensor is left))
+                  and tensor_offsets.counts(tensor, number))
         left, right = as_tensor(left, tensor, op), as_tensor(right, tensor, op)
+        if offset:
+            result = apply_binary(op, left, right)
+            tensor_offsets.note(result, tensor, number if op == 'add' else -number)
+            return result
     return apply_binary(op, left, right)
 
 

@@ -10,7 +10,14 @@ import torch
 
 from gt import tensor as core
 from gt import views
-from gt.indexing import is_advanced, normalize_index, tensor_ints, with_ints, without_ranges
+from gt.indexing import (
+    TensorSlice,
+    is_advanced,
+    normalize_index,
+    tensor_ints,
+    with_ints,
+    without_ranges,
+)
 from gt.ir.dtypes import TORCH_NAMES, dtype_name
 from gt.ir.type_rules import normalize_dim
 from gt.numpy_names import numpy_names
@@ -177,16 +184,21 @@ class ShapeMethods:
             from gt import fallback
             return fallback.call('Tensor.__getitem__', (self, key), {})
         index = normalize_index(key, self._type.shape)
-        result = views.mark(core.apply('getitem', [self], index=index), self,
-                            views.index_step(index))
-        for dim, position in reversed(picks):  # later dims first: earlier ones keep place
-            step = views.tensor_select_step(dim, position)
+        if picks and all(item == ['slice', None, None, None] for item in index):
+            result = self  # `data[i:i + T]`: only the pick's own view
+        else:
+            result = views.mark(core.apply('getitem', [self], index=index), self,
+                                views.index_step(index))
+        for dim, pick in reversed(picks):  # later dims first: earlier ones keep place
+            step = (views.tensor_slice_step(dim, pick.start, pick.length)
+                    if isinstance(pick, TensorSlice) else views.tensor_select_step(dim, pick))
             result = views.mark(step.take(result), result, step)
         return result
 
     def _index_key(self, key: Any) -> tuple[Any, list]:
         """The key, and the 0-d integer tensors in it that select as ints do (torch's
-        `w[tags[i]]`), without fetching them where the rest of the key is basic."""
+        `w[tags[i]]`) or bound slices of a known length (`data[i:i + T]`), without
+        fetching them where the rest of the key is basic."""
         key = without_ranges(key)
         basic, picks = tensor_ints(key, self.ndim)
         if picks and is_advanced(basic):

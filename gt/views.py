@@ -266,6 +266,44 @@ def tensor_select_step(dim: int, index: Any) -> Step:
     return Step(take, put, lambda meta: meta.select(dim, 0))
 
 
+def tensor_slice_step(dim: int, start: Any, length: int) -> Step:
+    """`x[i:i + length]` for a 0-d integer tensor `i` (gt.tensor_offsets): the elements are
+    gathered at `i`, `i + 1`, ... on the workers and put back with `where`. torch clamps
+    a slice that runs past either end of the dimension, to a length that depends on `i`;
+    here such positions make the gather fail when the program runs, naming the index
+    that is out of range, rather than a shape GT could not know."""
+    from gt.tensor import apply, binary, creation
+
+    def shaped(positions: Any, ndim: int, size: int) -> Any:  # along dim, 1 elsewhere
+        shape = [1] * ndim
+        shape[dim] = size
+        return positions if ndim == 1 else apply('reshape', [positions], shape=shape)
+
+    def spread(index: Any, shape: list[int]) -> Any:
+        return index if list(index._type.shape) == shape else apply('expand', [index],
+                                                                   shape=shape)
+
+    def take(parent: Any) -> Any:
+        shape = list(parent._type.shape)
+        shape[dim] = length
+        steps = creation('arange', (length,), 'int64', start=0, step=1)
+        at = shaped(binary('add', steps, start), len(shape), length)
+        return apply('gather', [parent, spread(at, shape)], dim=dim)
+
+    def put(parent: Any, view: Any) -> Any:
+        size = parent._type.shape[dim]
+        places = creation('arange', (size,), 'int64', start=0, step=1)
+        within = shaped(binary('sub', places, start), parent.ndim, size)  # place in the slice
+        inside = apply('logical_and', [binary('ge', within, 0), binary('lt', within, length)])
+        source = apply('clamp', [within], min=0, max=max(length - 1, 0))
+        shape = list(parent._type.shape)
+        values = apply('gather', [view, spread(source, shape)], dim=dim)
+        return apply('where', [inside, values, parent])
+
+    # As for a select, the layout's offset is the first element's.
+    return Step(take, put, lambda meta: meta.narrow(dim, 0, length))
+
+
 def reshape_step(shape: list[int], layout: Callable | None = None) -> Step:
     """Any view that only regroups elements in order: view, unsqueeze, squeeze, flatten
     (`layout`: the op on a meta tensor, when it is not `view`)."""
