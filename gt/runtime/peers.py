@@ -29,6 +29,9 @@ class WorkerHandle:
     peer_endpoints: list = field(default_factory=list)  # where other workers reach it
     peer_key: str = ''  # its peer socket's CURVE public key ('' without CURVE)
     activity: dict = field(default_factory=dict)  # its latest heartbeat's report
+    # Its latest statistics and when they came, for a monitor that asks while it is busy.
+    last_stats: list = field(default_factory=list)
+    last_stats_at: float = 0.0
     in_flight: int = 0  # RunPrograms sent to its main lane that it has not said Done to
     main_sessions: dict = field(default_factory=dict)  # of those, per session number
     # Its express lane (gt.runtime.express_lane): the secret from its Register, the lane's
@@ -166,6 +169,7 @@ class PendingRequest:
     frames: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     stats: list = field(default_factory=list)
+    opened: float = field(default_factory=time.monotonic)
 
     def joined(self) -> tuple[list, list]:
         """The reply's headers and frames: a value whose pieces came from several workers

@@ -32,6 +32,7 @@ from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
 HEARTBEAT_TIMEOUT = environment.number('GT_HEARTBEAT_TIMEOUT')
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
 SESSION_TIMEOUT = environment.number('GT_SESSION_TIMEOUT')
+MONITOR_PATIENCE_SECONDS = 1.0  # before a monitor's statistics go out with a busy worker's last
 ENDED_SESSIONS_KEPT = 1024  # sessions ended by timeout, remembered to tell their clients
 PROGRAMS_PER_WORKER = 1024  # decoded programs a worker keeps; older ones are forgotten
 PROGRAM_IDS_KEPT = 4 * PROGRAMS_PER_WORKER
@@ -211,6 +212,8 @@ class WorkerLinks:
         if isinstance(message, Fetched) and isinstance(message.seconds, (int, float)):
             owner = self.sessions.get(pending.identity) if pending else None
             self._program_done(handle, lane, owner, message.seconds)  # it ends a RunProgram
+        if isinstance(message, Stats):
+            handle.last_stats, handle.last_stats_at = message.workers, time.monotonic()
         if pending is None or handle.index not in pending.workers:
             return
         # A monitor's statistics (top, trace: no session) stay out of what it watches.
@@ -236,7 +239,27 @@ class WorkerLinks:
         if not pending.workers:
             self._finish(message.request)
 
+    def _answer_waiting_monitors(self) -> None:
+        """A monitor's statistics (top, trace: no session) that a busy worker has not
+        answered for `MONITOR_PATIENCE_SECONDS` go out with that worker's last statistics,
+        marked with their age (`stale_seconds`; None: it never sent any), rather than
+        after its program: a worker answers between programs, and one program may run for
+        minutes. A session's request waits: it is that session's barrier."""
+        now = time.monotonic()
+        for request, pending in list(self.pending.items()):
+            if (not pending.is_stats or pending.identity in self.sessions
+                    or now - pending.opened < MONITOR_PATIENCE_SECONDS):
+                continue
+            for index in sorted(pending.workers):
+                handle = self.workers[index]
+                age = round(now - handle.last_stats_at, 1) if handle.last_stats else None
+                known = handle.last_stats or [self._describe(handle)]
+                pending.stats.extend(dict(s, index=index, stale_seconds=age) for s in known)
+            pending.workers.clear()
+            self._finish(request)
+
     def _check_liveness(self) -> None:
+        self._answer_waiting_monitors()
         now = time.monotonic()
         for handle in self._live_workers():
             if now - handle.last_seen > HEARTBEAT_TIMEOUT:

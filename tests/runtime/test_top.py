@@ -286,6 +286,39 @@ def test_top_prints_frames_one_after_another_when_its_output_is_no_terminal(star
     assert '\x1b[' not in top.stdout  # no escape codes in a file
 
 
+LONG_PROGRAM = """
+import gt
+gt.connect({address!r})
+x = gt.randn(1000, 1000)
+x.sum().item()
+for _ in range(800):  # programs of 256 ops (GT_FRAGMENT_LIMIT), seconds each
+    x = (x @ x).tanh()
+print('ready', flush=True)
+x.sum().item()
+print('done', flush=True)
+"""
+
+
+@pytest.mark.time_limit(90)
+def test_top_attaches_while_a_worker_runs_a_long_program(start_cluster):
+    """`top --port` asks the dispatcher where its monitor is; a worker answers statistics
+    only between programs, so the dispatcher answers a monitor with a busy worker's last
+    ones after a second, instead of after the program (top gave up after 3 s, saying no
+    dispatcher answered)."""
+    cluster = start_cluster(workers=1)
+    client = start_script(LONG_PROGRAM.format(address=cluster.address))
+    try:
+        wait_ready(client)
+        top = subprocess.run([sys.executable, '-m', 'gt.scripts.top', '--port',
+                              str(cluster.port), '--interval', '0.5', '-n', '1'], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert client.poll() is None, 'the program ended before top was answered: too short'
+    finally:
+        kill_group(client)
+    assert top.returncode == 0, top.stderr
+    assert 'clients 1  workers 1/1  up ' in top.stdout, top.stdout
+
+
 @pytest.mark.time_limit(60)
 def test_top_ends_when_the_dispatcher_it_watches_stops(start_cluster):
     cluster = start_cluster(workers=0, wait=False)
