@@ -180,3 +180,19 @@ def test_creation_refuses_bad_sizes():
         gt.ones(-1, 3)
     with pytest.raises(TypeError):
         gt.randn('3')
+
+
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.nn.functional.conv2d(lib.zeros(1, 4, 8, 8), lib.zeros(8, 3, 3, 3)),
+    lambda lib: lib.nn.functional.conv1d(lib.zeros(2, 6, 9), lib.zeros(4, 3, 3), groups=3),
+    lambda lib: lib.nn.functional.max_pool2d(lib.zeros(1, 1, 2, 2), 5),
+], ids=['conv2d channels', 'conv1d groups', 'max_pool2d too small'])
+def test_a_torch_function_by_name_fails_in_torchs_words(call):
+    """A function GT runs by name is typed on meta tensors, whose errors are often terser
+    than torch's ('Invalid channel dimensions'); small inputs are tried for real to say
+    what torch says."""
+    with pytest.raises(RuntimeError) as expected:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(gt)
+    assert str(expected.value) in str(got.value)

@@ -16,6 +16,7 @@ safe default) until an op earns a row.
 
 import contextlib
 import logging
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -52,6 +53,8 @@ class Signature(NamedTuple):
 NEEDS_VALUES = ('data-dependent', 'data dependent', 'data is not allocated yet')
 _signatures: dict[tuple, Signature] = {}
 SIGNATURES_KEPT = 16384
+# Inputs up to this many elements in all are run for real to word an error as torch does.
+WORDING_ELEMENTS = 1 << 20
 
 
 def call(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
@@ -135,8 +138,24 @@ def _infer(fn: str, types: tuple, args: list, kwargs: dict, factory: bool) -> Si
             if found is not None:
                 return Signature(None, *found)
             return _infer_fake(fn, types, args, kwargs, device)
-        raise _error_kind(meta_error)(f'{fn}: {meta_error}') from None
+        raise _error_kind(meta_error)(
+            f'{fn}: {_in_torchs_words(fn, types, args, kwargs, meta_error)}') from None
     return _described(fn, result, dynamic=False)
+
+
+def _in_torchs_words(fn: str, types: tuple, args: list, kwargs: dict,
+                     meta_error: Exception) -> Exception:
+    """torch's error for the call on real tensors of these shapes, where they are small:
+    a meta kernel's words are often terser (a convolution's 'Invalid channel dimensions'
+    against torch's 'expected input[1, 4, 8, 8] to have 3 channels, but got 4')."""
+    if sum(math.prod(t.shape) for t in types) > WORDING_ELEMENTS:
+        return meta_error
+    tensors = [torch.zeros(t.shape, dtype=TORCH_DTYPES[t.dtype]) for t in types]
+    try:
+        call(fn, tensors, args, kwargs)
+    except Exception as error:
+        return error if type(error) is type(meta_error) else meta_error
+    return meta_error
 
 
 def _error_kind(error: Exception) -> type:
