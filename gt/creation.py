@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from gt import data_loading
-from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, TORCH_DTYPES, dtype_name
+from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, TORCH_DTYPES, dtype_name, python_number
 from gt.ir.ops.random_state import unpack
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, creation
@@ -85,6 +85,7 @@ def full(size, fill_value, dtype=None, requires_grad=False, **placement) -> Tens
     _placement_only(placement)
     if isinstance(fill_value, (Tensor, torch.Tensor)):  # torch takes a 0-d tensor's number
         fill_value = fill_value.item()
+    fill_value = python_number(fill_value)  # np.float64(1.5) fills float32, as in torch
     if dtype is None:
         dtype = torch.tensor(fill_value).dtype
     return creation('full', _shape((size,)), _dtype(dtype), requires_grad, value=fill_value)

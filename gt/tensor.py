@@ -8,6 +8,7 @@ user's line. Values are only computed when something needs them (`.data`, `.nump
 import warnings
 from typing import Any
 
+import numpy as np
 import torch
 
 from gt import autograd, post_accumulate_hooks, signal, tensor_offsets, views
@@ -20,6 +21,7 @@ from gt.ir.dtypes import (
     PYTHON_SCALAR,
     TORCH_DTYPES,
     ZERO_DIM,
+    python_number,
     result_type,
     scalar_dtype,
 )
@@ -37,6 +39,9 @@ from gt.tensor_values import ValueMethods
 
 
 class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMethods):
+    # NumPy defers to the tensor's reflected operators (`np.float32(0.99) * x` is a
+    # Tensor, not an array of x's fetched values), as it does for torch's.
+    __array_priority__ = 1000
     __slots__ = ('_id', '_type', '_client', 'requires_grad', '_grad', 'grad_fn', '_retained',
                  '_hooks', '_view', '_views', '_readers', '__weakref__')
     _copies_grad = True  # by copy.deepcopy
@@ -460,6 +465,8 @@ def as_tensor(value: Any, like: Tensor | None = None, op: str | None = None) -> 
     `op` with tensor `like` computes in, which is how torch treats a number operand."""
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, np.generic):
+        value = python_number(value)  # `np.float32(0.99) * x`: a number, as torch has it
     if isinstance(value, (bool, int, float)) and like is not None:
         key = (like._type.dtype, bool(like._type.shape), type(value), op == 'div')
         dtype = _literal_dtypes.get(key) or _literal_dtypes.setdefault(

@@ -5,6 +5,7 @@ the promotion table is read from torch once so that GT promotes exactly as torch
 """
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -84,8 +85,15 @@ def representable(value: float, dtype: str) -> bool:
     return lowest <= value <= info.max
 
 
+def python_number(value: Any) -> Any:
+    """A NumPy scalar (`np.float32(0.99)`, `np.int64(3)`) as the Python number it holds,
+    which is how torch takes one where it takes a number; anything else as it is."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def scalar_dtype(value: object) -> str:
-    """The dtype torch infers for a Python scalar."""
+    """The dtype torch infers for a Python scalar (or a NumPy one, taken as such)."""
+    value = python_number(value)
     if isinstance(value, bool):
         return 'bool'
     if isinstance(value, int):

@@ -279,7 +279,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(q k^T * scale + mask) v, as torch's reference math, from rows: it shards
-    over batch and heads and differentiates like the rest."""
+    over batch and heads and differentiates like the rest. `is_causal` with an
+    `attn_mask` masks by both, as torch's CPU kernel does. A query row that the mask
+    hides entirely attends to nothing (zeros, and no gradient), as torch's safe softmax
+    has it, where a plain softmax gives NaN, which spreads through the gradients."""
     if enable_gqa and key.shape[-3] != query.shape[-3]:
         # grouped-query attention: each key/value head serves a group of query heads
         groups = query.shape[-3] // key.shape[-3]
@@ -287,17 +290,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         value = value.repeat_interleave(groups, dim=-3)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError('scaled_dot_product_attention: give attn_mask or is_causal, '
-                               'not both')
-        attn_mask = ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+    hidden_rows = None  # query rows the mask hides entirely
     if attn_mask is not None:
+        hidden = ~attn_mask if attn_mask.dtype == torch.bool else attn_mask == float('-inf')
+        hidden_rows = hidden.all(-1, keepdim=True)
         if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float('-inf'))
+            scores = scores.masked_fill(hidden, float('-inf'))
         else:
             scores = scores + attn_mask
-    weights = scores.softmax(-1)
+    if is_causal:
+        causal = ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+        scores = scores.masked_fill(~causal, float('-inf'))
+    if hidden_rows is not None:
+        # Any finite row keeps softmax's output and gradient finite there; then zeros.
+        weights = scores.masked_fill(hidden_rows, 0.0).softmax(-1).masked_fill(hidden_rows, 0.0)
+    else:
+        weights = scores.softmax(-1)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
     return weights @ value

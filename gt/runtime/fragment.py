@@ -6,8 +6,10 @@ byte-identical structures, and the dispatcher can key its compiled plans on the 
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 import msgpack
+import numpy as np
 
 from gt.ir import OPS, Graph, Node, Value
 from gt.ir.placement import Placement
@@ -70,7 +72,15 @@ class DecodedFragment:
 
 def encode_structure(records: list, kept: list[int]) -> bytes:
     """`records` are `[op, operands, attrs, scope]` lists."""
-    return msgpack.packb((records, kept), use_bin_type=True)
+    return msgpack.packb((records, kept), use_bin_type=True, default=_numpy_scalar)
+
+
+def _numpy_scalar(value: Any) -> Any:
+    """msgpack's hook for what it cannot pack: a NumPy scalar among an op's arguments
+    (`gt.full((2,), np.float32(1.5))`) goes as the Python number it holds."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f'can not serialize {type(value).__name__!r} object')
 
 
 def decode_structure(

@@ -185,3 +185,25 @@ def test_iteration():
     assert_same(first, want[0])
     with pytest.raises(TypeError):
         iter(gt.tensor(1.0)).__next__()  # torch: iteration over a 0-d tensor
+
+
+def numpy_scalar_uses(lib):
+    """NumPy scalars where torch takes numbers (RL code's `np.float32(gamma) * reward`):
+    on either side of an operator, as fill values, bounds and pads."""
+    t = lib.ones(2, requires_grad=True)
+    scaled = np.float32(0.99) * t
+    scaled.sum().backward()
+    made = [np.int64(2) + t, np.float64(2) - t, lib.full((2,), np.float32(1.5)),
+            lib.full((2,), np.float64(1.5)), lib.zeros(2).fill_(np.float32(2)),
+            t.clamp(max=np.float32(0.5)),
+            lib.nn.functional.pad(lib.ones(2), (1, 1), value=np.float32(3)),
+            lib.ones(2, dtype=lib.float16) * np.float32(2),
+            lib.ones(2, dtype=lib.int64) * np.int64(3)]
+    return [type(scaled).__name__, scaled.tolist(), t.grad.tolist(),
+            *[(str(m.dtype), m.tolist()) for m in made]]
+
+
+def test_numpy_scalars_are_numbers_as_in_torch():
+    got, want = numpy_scalar_uses(gt), numpy_scalar_uses(torch)
+    assert got[0] == 'Tensor' and want[0] == 'Tensor'
+    assert got[1:] == want[1:]
