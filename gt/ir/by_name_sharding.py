@@ -2,6 +2,8 @@
 their gradients) whose rows of a batch are independent: the other calls have no rule,
 and gather their inputs.
 
+- `one_hot`: each element of the input makes a row of the output, at any rank.
+
 - Convolutions, poolings, `interpolate`, `group_norm`, `pixel_shuffle`, `unfold`... on a
   batched input (batch first, N, C, ...): the input's batch shards stay where they are,
   other tensors (weights, biases) come whole, and every output is rows too.
@@ -37,6 +39,8 @@ BATCHED_RANK = {
     f'{F}pixel_shuffle': 4, f'{F}pixel_unshuffle': 4, f'{F}unfold': 4, f'{F}fold': 3,
     f'{F}local_response_norm': None,
 }
+# Functions whose output rows are the input's rows, at any rank from 1 on.
+ANY_RANK_ROWS = frozenset({f'{F}one_hot'})
 
 
 class Layout:
@@ -55,11 +59,15 @@ class Layout:
 def _layout(fn: str, args: list, types: tuple) -> Layout | None:
     if fn in RECURRENT:
         return _recurrent_layout(args, len(types))
-    if fn not in BATCHED_RANK or not args or not is_tensor_input(args[0]):
+    if (fn not in BATCHED_RANK and fn not in ANY_RANK_ROWS) or not args or not \
+            is_tensor_input(args[0]):
         return None
-    first, rank = args[0][1], BATCHED_RANK[fn]
+    first = args[0][1]
     ndim = len(types[first].shape)
-    if ndim < 3 if rank is None else ndim != rank:
+    if fn in ANY_RANK_ROWS:
+        if ndim < 1:
+            return None
+    elif ndim < 3 if BATCHED_RANK[fn] is None else ndim != BATCHED_RANK[fn]:
         return None  # unbatched: axis 0 is channels
     roles: list[Any] = ['R'] * len(types)
     roles[first] = 0

@@ -15,7 +15,7 @@ from typing import Sequence
 import torch
 
 from gt.autograd import is_grad_enabled, no_grad
-from gt.creation import arange, full, ones, zeros
+from gt.creation import full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
 from gt.nn.batch_norm import batch_norm
@@ -236,13 +236,15 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """int64 one-hot rows, from a comparison with arange. `num_classes=-1` (torch's
-    default) reads the largest class from the values: one fetch."""
+    """int64 one-hot rows: torch's own, run by name, so that a class out of range fails
+    with torch's error when the program runs (a comparison with arange gave a row of
+    zeros); its rows shard with the input's. `num_classes=-1` (torch's default) reads
+    the largest class from the values: one fetch."""
     if tensor.dtype != torch.int64:
         raise RuntimeError('one_hot is only applicable to index tensor of type int64')
     if num_classes == -1:
         num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
-    return (tensor.unsqueeze(-1) == arange(num_classes)).long()
+    return call('torch.nn.functional.one_hot', (tensor, num_classes), {})
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = 'constant',

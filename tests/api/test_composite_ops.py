@@ -61,6 +61,19 @@ def test_one_hot():
         F.one_hot(got.int())
 
 
+@pytest.mark.parametrize('labels, said', [([3, 0], 'smaller than num_classes'),
+                                          ([-1, 0], 'non-negative')])
+def test_one_hot_refuses_a_class_out_of_range_as_torch_does(labels, said):
+    """torch raises; a comparison with arange gave a row of zeros. GT's check runs with
+    the program: the fetch raises, naming it, and the session goes on."""
+    with pytest.raises(RuntimeError, match=said):
+        TF.one_hot(torch.tensor(labels), 3)
+    rows = F.one_hot(gt.tensor(labels), 3)
+    with pytest.raises(gt.WorkerError, match=f'one_hot: Class values must be {said}'):
+        rows.tolist()
+    assert F.one_hot(gt.tensor([2]), 3).tolist() == [[0, 0, 1]]
+
+
 @pytest.mark.parametrize('padding', [(1, 2), (0, 0, 2, 1), (-1, 2), (1, -2, -1, 0),
                                      (2, 2, 0, 0, 1, 1)], ids=str)
 def test_constant_pad(padding):

@@ -234,3 +234,17 @@ def test_batch_norm_on_several_workers_is_composed_of_ops_that_shard(four):
     for got, want in zip(values, [t_output, tx.grad, reference.weight.grad,
                                   reference.running_var]):
         torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_one_hot_rows_stay_on_a_sharded_batch(four):
+    """torch's one_hot, run by name: each label's row is made where the label lives."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1, 2, 3])))
+    labels = torch.tensor([3, 0, 1, 2, 2, 1, 0, 3])
+    with connected(four.address):
+        with gt.signal.context('batch'):
+            y = gt.signal.tensor(gt.from_numpy(labels.numpy()), name='batch')
+        rows = gt.nn.functional.one_hot(y, 4)
+        ir = gt.debug.dump_ir(show=False)
+        got = rows.data
+    assert _placements_made(ir, 'torch_call') == [['S0@w0,w1,w2,w3']], ir
+    assert torch.equal(got, torch.nn.functional.one_hot(labels, 4))
