@@ -11,7 +11,7 @@ import itertools
 import weakref
 from typing import Any, Callable
 
-from gt import anomaly_mode, backward_replay, post_accumulate_hooks, signal
+from gt import anomaly_mode, post_accumulate_hooks, signal
 from gt.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401 (torch's place)
 from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them)
     enable_grad,
@@ -152,58 +152,6 @@ def set_requires_grad(tensor: Any, requires_grad: bool) -> None:
         raise RuntimeError(f'only floating point tensors can require gradients, not '
                            f'{tensor._type.dtype}')
     tensor.requires_grad = requires_grad
-
-
-def backward(root: Any, gradient: Any = None, retain_graph: bool = False,
-             create_graph: bool = False) -> None:
-    """`root.backward(gradient)`: accumulate d(root)/d(leaf) into each leaf's `.grad`."""
-    if not root.requires_grad:
-        raise RuntimeError('backward(): the tensor does not require grad and has no grad_fn '
-                           '(did you forget requires_grad=True, or call it under no_grad?)')
-    # Anomaly mode checks what each rule gives: a replay runs no rule.
-    if create_graph or root.grad_fn is None or not backward_replay.ENABLED \
-            or anomaly_mode.enabled:
-        _propagate([root], [gradient], retain_graph or create_graph, create_graph, None)
-        return
-    nodes = _reachable([root.grad_fn])
-    if backward_replay.backward(root, gradient, nodes, lambda: _propagate(
-            [root], [gradient], retain_graph, False, None)) and not retain_graph:
-        _free(nodes)
-
-
-def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None,
-         materialize_grads: bool = False) -> tuple:
-    """torch.autograd.grad: the gradients of `outputs` with respect to `inputs`, returned,
-    not accumulated; with `create_graph` recorded on the tape, so they differentiate
-    again; with `materialize_grads` an unused input's is zeros, not None."""
-    if materialize_grads and allow_unused is False:
-        raise ValueError('Expected allow_unused to be True or not passed when '
-                         'materialize_grads=True, but got: allow_unused=False.')
-    allow_unused = materialize_grads if allow_unused is None else allow_unused
-    outputs = [outputs] if not isinstance(outputs, (list, tuple)) else list(outputs)
-    inputs = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
-    if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
-        grad_outputs = [grad_outputs] * len(outputs)
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f'grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs')
-    for kind, tensors, what in (('output', outputs, 'require grad and has no grad_fn'),
-                                ('input', inputs, 'require grad')):
-        for index, tensor in enumerate(tensors):
-            if not tensor.requires_grad:
-                raise RuntimeError(f'grad: {kind} {index} does not {what}')
-    keep = create_graph if retain_graph is None else retain_graph
-    found = _propagate(outputs, list(grad_outputs), keep, create_graph, inputs)
-    results = []
-    for index, tensor in enumerate(inputs):
-        gradient = found.get(id(tensor))
-        if gradient is None and not allow_unused:
-            raise RuntimeError(f'grad: input {index} was not used to compute the outputs; '
-                               'pass allow_unused=True if that is intended')
-        if gradient is None and materialize_grads:
-            gradient = tensor.new_zeros(tensor.shape)
-        results.append(gradient)
-    return tuple(results)
 
 
 def _seed(root: Any, gradient: Any) -> tuple[Any, bool]:
@@ -479,6 +427,7 @@ assert FUNCTION not in OPS
 
 def __getattr__(name: str) -> Any:
     """What lives in modules that import gt.tensor, which imports this one:
+    `backward` and `grad` (gt/autograd_entry.py),
     `gt.autograd.Variable` (torch's legacy wrapper, gt/legacy_types.py), `Function` and
     `FunctionCtx` (gt/autograd_function.py), `gradcheck`/`gradgradcheck`
     (gt/gradcheck.py), and torch.autograd's submodules (gt/autograd_submodules.py)."""
@@ -486,7 +435,8 @@ def __getattr__(name: str) -> Any:
 
     homes = {'Variable': 'gt.legacy_types', 'Function': 'gt.autograd_function',
              'FunctionCtx': 'gt.autograd_function', 'gradcheck': 'gt.gradcheck',
-             'gradgradcheck': 'gt.gradcheck'}
+             'gradgradcheck': 'gt.gradcheck', 'backward': 'gt.autograd_entry',
+             'grad': 'gt.autograd_entry'}
     if name in homes:
         return getattr(importlib.import_module(homes[name]), name)
     if name in ('function', 'functional', 'grad_mode', 'graph', 'forward_ad'):

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gt import autograd, post_accumulate_hooks, signal, tensor_offsets, views
+from gt import autograd, autograd_entry, post_accumulate_hooks, signal, tensor_offsets, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
 from gt.ir.dtypes import (
@@ -216,9 +216,9 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         return fallback.torch_function(func, args, kwargs or {})
 
     # ---- autograd --------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph: bool = False,
-                 create_graph: bool = False) -> None:
-        autograd.backward(self, gradient, retain_graph, create_graph)
+    def backward(self, gradient=None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs=None) -> None:
+        autograd_entry.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
         return autograd.register_hook(self, hook)
