@@ -1,5 +1,7 @@
 """What a session's user sees fail: an op on a worker, memory, or a session that ended."""
 
+import torch
+
 
 class WorkerError(RuntimeError):
     """An op failed on a worker; the message names the op and where it was recorded."""
@@ -23,9 +25,15 @@ class WorkerTypeError(WorkerError, TypeError):
     """An op failed on a worker with a TypeError."""
 
 
+class WorkerLinAlgError(WorkerError, torch.linalg.LinAlgError):
+    """A linear-algebra op failed on a worker (not positive-definite, singular): a ported
+    `except torch.linalg.LinAlgError` catches it where the value is fetched."""
+
+
 # The worker reports `ExceptionName: message`; these keep their kind at the user's line.
 BY_KIND = {'IndexError': WorkerIndexError, 'ValueError': WorkerValueError,
-           'TypeError': WorkerTypeError}
+           'TypeError': WorkerTypeError,
+           torch.linalg.LinAlgError.__name__: WorkerLinAlgError}
 
 OUT_OF_MEMORY = ('OutOfMemory', 'out of memory', "can't allocate memory", 'MemoryError',
                  'not enough memory')

@@ -196,3 +196,23 @@ def test_a_torch_function_by_name_fails_in_torchs_words(call):
     with pytest.raises(RuntimeError) as got:
         call(gt)
     assert str(expected.value) in str(got.value)
+
+
+def test_a_linear_algebra_failure_is_torchs_linalg_error_where_it_is_fetched():
+    """The jitter idiom: `except torch.linalg.LinAlgError` catches a Cholesky of a matrix
+    that is not positive-definite when its value is fetched (GT runs it later than the
+    call), and gt.linalg.LinAlgError is torch's."""
+    assert gt.linalg.LinAlgError is torch.linalg.LinAlgError
+    matrix = gt.tensor([[1.0, 3.0], [3.0, 1.0]])  # eigenvalues 4 and -2
+    jitter = 0.0
+    while True:
+        try:
+            factor = gt.linalg.cholesky(matrix + jitter * gt.eye(2))
+            values = factor.tolist()
+            break
+        except torch.linalg.LinAlgError as error:
+            assert isinstance(error, gt.WorkerError) and 'positive-definite' in str(error)
+            jitter = 2 * jitter or 1.0
+    assert jitter == 4.0  # 1 and 2 were not enough
+    expected = torch.linalg.cholesky(torch.tensor([[5.0, 3.0], [3.0, 5.0]]))
+    torch.testing.assert_close(torch.tensor(values), expected)

@@ -271,11 +271,14 @@ def _torch_call(*tensors, fn, args, kwargs, sizes=None):
 
 
 def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
-    """`call`, with the function's name in any error, so a worker's report names it."""
+    """`call`, with the function's name in any error, so a worker's report names it. A
+    linear-algebra failure (a matrix not positive-definite, or singular) keeps its kind,
+    torch.linalg.LinAlgError, which the client raises as one."""
     try:
         return call(fn, tensors, args, kwargs)
     except Exception as error:
-        raise RuntimeError(f'{fn}: {error}') from error
+        kind = type(error) if isinstance(error, torch.linalg.LinAlgError) else RuntimeError
+        raise kind(f'{fn}: {error}') from error
 
 
 def numpy_row(torch_row):
