@@ -19,6 +19,7 @@ from gt import (
     config,
     cuda,
     debug,
+    distributed,
     distributions,
     fft,
     func,
@@ -29,6 +30,7 @@ from gt import (
     random,
     signal,
     special,
+    testing,
     utils,
 )
 from gt import autograd_submodules as _autograd_submodules
@@ -211,7 +213,7 @@ __all__ = [
     'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax', 'argmin', 'nn',
     'optim', 'save', 'load', 'config', 'load_config', 'register_config', 'SignalConfig',
     'ShardConfig', 'cuda', 'accelerator', 'func', 'jit', 'multiprocessing', 'amp', 'autocast',
-    'backends',
+    'backends', 'testing', 'distributed',
     'inference_mode', 'set_num_threads',
     'get_num_threads', 'set_float32_matmul_precision', 'get_float32_matmul_precision',
     'use_deterministic_algorithms', 'are_deterministic_algorithms_enabled',

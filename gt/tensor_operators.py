@@ -45,8 +45,9 @@ class OperatorMethods:
     def __ror__(self, other): return core.binary('bitwise_or', other, self)
     def __xor__(self, other): return core.binary('bitwise_xor', self, other)
     def __rxor__(self, other): return core.binary('bitwise_xor', other, self)
-    def __eq__(self, other): return core.binary('eq', self, other)
-    def __ne__(self, other): return core.binary('ne', self, other)
+    # `x == None` is False and `x != None` True, as in torch (no elementwise comparison).
+    def __eq__(self, other): return False if other is None else core.binary('eq', self, other)
+    def __ne__(self, other): return True if other is None else core.binary('ne', self, other)
     def __gt__(self, other): return core.binary('gt', self, other)
     def __lt__(self, other): return core.binary('lt', self, other)
     def __ge__(self, other): return core.binary('ge', self, other)

@@ -254,3 +254,27 @@ def test_half_precision_linear_rounds_once_as_torchs_fused_kernel(dtype):
         direct = layer.bias.detach().addmm(x.detach(), layer.weight.detach().t(), beta=0.5)
         results.append([y.float().tolist(), x.grad.float().tolist(), direct.float().tolist()])
     assert results[0] == results[1]
+
+
+def test_comparing_with_none_is_false_as_in_torch():
+    for lib in (torch, gt):
+        x = lib.ones(2)
+        assert (x == None) is False and (x != None) is True  # noqa: E711 (the point)
+
+
+def test_gt_testing_compares_gt_tensors_with_torchs_checks():
+    x = gt.ones(2)
+    gt.testing.assert_close({'a': [x, x * 2]}, {'a': [torch.ones(2), gt.full((2,), 2.0)]})
+    with pytest.raises(AssertionError, match='Tensor-likes are not close'):
+        gt.testing.assert_close(x, x + 1e-3)
+
+
+def test_gt_distributed_answers_a_scripts_questions_as_torch_without_a_group():
+    import gt.distributed as dist
+
+    assert dist.is_available() is torch.distributed.is_available()
+    assert dist.is_initialized() is False
+    with pytest.raises(ValueError, match='Default process group has not been initialized'):
+        dist.get_rank()
+    with pytest.raises(AttributeError, match='not a member of a process group'):
+        dist.init_process_group('gloo')
