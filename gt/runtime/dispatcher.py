@@ -25,7 +25,7 @@ import zmq
 from gt.ir import Replicate, format_graph, format_placements
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
-from gt.runtime import compile_settings, diagnostics
+from gt.runtime import compile_settings, diagnostics, environment
 from gt.runtime.curve import describe_peer
 from gt.runtime.fragment import FragmentError
 from gt.runtime.guards import REFUSAL, Limits, OutOfMemory
@@ -291,6 +291,10 @@ class Dispatcher(WorkerLinks):
         involved = set(programs) | set(releases) | set(fetches)
         lost = [self.workers[w] for w in involved if not self.workers[w].alive]
         if lost:
+            if not any(worker.alive for worker in self.workers):
+                raise ValueError(f'worker {lost[0].index} ({lost[0].name}) was lost and no '
+                                 'worker is alive to run this work; new work runs once one '
+                                 'joins')
             raise ValueError(f'worker {lost[0].index} ({lost[0].name}) was lost, and with it '
                              'the values this work needs')
         request = -1
@@ -485,7 +489,8 @@ class MissingValue(ValueError):
 
 
 def _weight(value: object) -> float:
-    """A session's weight from its Hello: a positive number, else 1."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
+    """A session's weight from its Hello: a number within environment.WEIGHTS, else 1."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            environment.WEIGHTS[0] <= value <= environment.WEIGHTS[1]:
         return float(value)
     return 1.0

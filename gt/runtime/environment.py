@@ -151,9 +151,15 @@ def _refuse(name: str, problem: str):
                      + ('' if default is None else f', {default}')) from None
 
 
+# A session's weight divides the worker time it is charged: one near 0 (5e-324) made its
+# charge infinite, and the scheduler's clock with it, for every session after it.
+WEIGHTS = (1e-6, 1e6)
+
+
 def weight(given: float | None) -> float:
     """A session's share of the workers: `given`, else GT_WEIGHT, else 1."""
     chosen = number('GT_WEIGHT') if given is None else float(given)
-    if not 0 < chosen < 1e6:
-        raise ValueError(f'a session weight must be positive, got {chosen}')
+    if not WEIGHTS[0] <= chosen <= WEIGHTS[1]:
+        raise ValueError(f'a session weight must be between {WEIGHTS[0]:g} and '
+                         f'{WEIGHTS[1]:g}, got {chosen}')
     return chosen

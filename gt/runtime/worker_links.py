@@ -151,6 +151,7 @@ class WorkerLinks:
                 handle.reset_lanes()
                 handle.peer_endpoints = [str(e) for e in message.peer_endpoints]
                 handle.peer_key = str(message.peer_key)
+                self._rehome_stranded(handle)
                 self._announce_peers()
                 self._welcome_waiting()
             return
@@ -167,8 +168,17 @@ class WorkerLinks:
                              name=handle.name, device=handle.device, host=handle.host)
         diagnostics.verbose('dispatcher', f'worker {handle.index} joined: {handle.device} on '
                             f'{handle.host} (pid {handle.pid})')
+        self._rehome_stranded(handle)
         self._announce_peers()
         self._welcome_waiting()
+
+    def _rehome_stranded(self, handle: WorkerHandle) -> None:
+        """Sessions whose home worker was lost with no other alive (their only one) make
+        their new tensors on the worker that just joined: before, every later op failed
+        for good, naming the lost worker."""
+        for session in self.sessions.values():
+            if not self.workers[session.home_worker].alive:
+                session.home_worker = handle.index
 
     def _announce_peers(self) -> None:
         """Tell every live worker its index and where its peers are (and which are lost)."""

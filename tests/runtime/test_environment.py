@@ -121,3 +121,15 @@ def test_auto_sharding_is_turned_off_by_any_off_word(cluster, monkeypatch, value
         big = gt.zeros(512, 1024)  # over GT_AUTO_SHARD_ELEMENTS: sharded were the rule on
         assert big.sum().item() == 0.0
         assert placements_of(gt.debug.dump_ir(show=False), 'zeros') == ['R@w0'], value
+
+
+@pytest.mark.parametrize('weight', [5e-324, 0.0, -1.0, 2e6])
+def test_a_session_weight_out_of_bounds_is_refused(weight):
+    """A weight near 0 made the session's charged time infinite, and the scheduler's
+    clock with it, for every session after it: weights are kept within 1e-6 and 1e6."""
+    from gt.runtime import dispatcher, environment
+
+    with pytest.raises(ValueError, match='a session weight must be between 1e-06 and 1e'):
+        environment.weight(weight)
+    assert environment.weight(1e-6) == 1e-6
+    assert dispatcher._weight(weight) == 1.0  # a Hello from another client: the default

@@ -138,6 +138,31 @@ def test_after_losing_its_worker_a_session_goes_on_on_another(start_cluster):
 
 
 @pytest.mark.time_limit(90)
+def test_a_session_whose_only_worker_died_goes_on_on_a_worker_that_joins(start_cluster):
+    """The session's home worker was its only one: until a worker joins, new work says
+    none is alive; then new tensors are made on the newcomer (before, every later op
+    failed for good, naming the lost worker)."""
+    private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
+    with connected(private.address):
+        x = gt.from_numpy(np.arange(4, dtype=np.float32))
+        assert x.sum().item() == 6.0
+        private.workers[0].kill()
+        private.workers[0].wait(10)
+        deadline = time.monotonic() + 30
+        while gt.debug.get_worker_stats() and time.monotonic() < deadline:
+            time.sleep(0.2)  # until the dispatcher notices
+        with pytest.raises(Exception, match='no worker is alive to run this work'):
+            (gt.ones(3) * 2).tolist()
+        private.workers[0] = private._start('worker-new', [
+            'gt.worker', '--host', 'localhost', '-p', str(private.port), '--device', 'cpu',
+            *private.guard])
+        private.wait_ready(workers=1)
+        assert (gt.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]
+        with pytest.raises(Exception, match='lost with worker'):
+            (x + 1).sum().item()  # what the lost worker held stays lost, by name
+
+
+@pytest.mark.time_limit(90)
 def test_a_stalled_dispatcher_loses_no_worker(start_cluster):
     # A dispatcher that was stopped (a loaded machine, a long handler) heard nothing while
     # its workers kept beating: that silence is its own, not theirs.
