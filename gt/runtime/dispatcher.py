@@ -226,7 +226,10 @@ class Dispatcher(WorkerLinks):
         session = self.sessions.get(identity)
         if session is None:
             ended = self.ended_sessions.get(identity)
-            return self._send(identity, ended or Refused('no session: say Hello first'))
+            return self._send(identity, ended or Refused(
+                'no session: say Hello first (this dispatcher has no session for this client: '
+                'was it restarted? gt.connect() starts a new session; earlier tensors are '
+                'gone)'))
         session.next_base(message.base)
         try:
             self._submit(session, message, frames)

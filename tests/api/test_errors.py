@@ -216,3 +216,12 @@ def test_a_linear_algebra_failure_is_torchs_linalg_error_where_it_is_fetched():
     assert jitter == 4.0  # 1 and 2 were not enough
     expected = torch.linalg.cholesky(torch.tensor([[5.0, 3.0], [3.0, 5.0]]))
     torch.testing.assert_close(torch.tensor(values), expected)
+
+
+def test_an_advanced_index_out_of_range_is_an_index_error_as_in_torch():
+    """`x[idx]` runs torch's indexing by name on the worker: its IndexError keeps its kind
+    where the value is fetched, so `except IndexError` catches it as in torch."""
+    with pytest.raises(IndexError, match='index 9 is out of bounds for dimension 0'):
+        torch.ones(2)[torch.tensor([0, 9])]
+    with pytest.raises(IndexError, match='index 9 is out of bounds for dimension 0'):
+        gt.ones(2)[gt.tensor([0, 9])].tolist()

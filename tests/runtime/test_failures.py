@@ -413,10 +413,13 @@ def test_workers_rejoin_a_restarted_dispatcher(start_cluster):
     private = start_cluster(workers=1)
     with connected(private.address):
         assert gt.ones(3).sum().item() == 3.0
-    private.server.kill()
-    private.server.wait(10)
-    private.server = private.start_server('server-restarted')
-    private.wait_ready(1, timeout=30)  # the old worker registers again on its own
+        private.server.kill()
+        private.server.wait(10)
+        private.server = private.start_server('server-restarted')
+        private.wait_ready(1, timeout=30)  # the old worker registers again on its own
+        # The client's session died with the old dispatcher: the new one says what to do.
+        with pytest.raises(ConnectionError, match=r'was it restarted\? gt.connect\(\) starts'):
+            gt.ones(3).sum().item()
     assert private.workers[0].poll() is None
     with connected(private.address):
         assert (gt.from_numpy(np.array([1.0, 2.0], dtype=np.float32)) * 2).tolist() == [2.0, 4.0]

@@ -55,6 +55,8 @@ _signatures: dict[tuple, Signature] = {}
 SIGNATURES_KEPT = 16384
 # Inputs up to this many elements in all are run for real to word an error as torch does.
 WORDING_ELEMENTS = 1 << 20
+# The kinds of error a worker's call reports as they are (`_named_errors`).
+KEPT_KINDS = (IndexError, ValueError, TypeError, torch.linalg.LinAlgError)
 
 
 def call(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
@@ -271,13 +273,14 @@ def _torch_call(*tensors, fn, args, kwargs, sizes=None):
 
 
 def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
-    """`call`, with the function's name in any error, so a worker's report names it. A
-    linear-algebra failure (a matrix not positive-definite, or singular) keeps its kind,
-    torch.linalg.LinAlgError, which the client raises as one."""
+    """`call`, with the function's name in any error, so a worker's report names it. The
+    kinds a script catches keep theirs, which the client raises them as: an index out of
+    range (IndexError), a ValueError or TypeError, and a linear-algebra failure (a matrix
+    not positive-definite, or singular: torch.linalg.LinAlgError)."""
     try:
         return call(fn, tensors, args, kwargs)
     except Exception as error:
-        kind = type(error) if isinstance(error, torch.linalg.LinAlgError) else RuntimeError
+        kind = next((kept for kept in KEPT_KINDS if isinstance(error, kept)), RuntimeError)
         raise kind(f'{fn}: {error}') from error
 
 
