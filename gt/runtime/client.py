@@ -54,6 +54,8 @@ from gt.runtime.transport import dealer, endpoint_for, send
 FRAGMENT_LIMIT = environment.integer('GT_FRAGMENT_LIMIT')
 KEEP_ALIVE_SECONDS = 1.0
 GOODBYE_SECONDS = 2.0  # a closing client's wait for its own server to end the session
+# Room left in a bounded message for what is not an upload's bytes (ops, headers).
+DATA_MARGIN = 1 << 16
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 (or off) turns it off.
@@ -212,7 +214,18 @@ class Client(DispatcherWaits):
     def add_data(self, array: np.ndarray, dtype: str) -> int:
         """Attach an array to the pending fragment; return its slot for `from_numpy`.
         `dtype` names the GT dtype (bfloat16 travels as the raw 16-bit words of a uint16
-        array)."""
+        array). Under a server's message bound, an array over it raises here, at the
+        user's line, and one that would take the pending fragment over it sends the work
+        before it first: the whole message was refused at the next flush, losing the
+        work recorded before the upload with it."""
+        bound = self.max_message_bytes
+        if bound:
+            if array.nbytes + DATA_MARGIN > bound:
+                raise ValueError(f'this tensor is {array.nbytes:,} bytes, over the server\'s '
+                                 f'bound of {bound:,} bytes a message (gt.server '
+                                 '--max-message-bytes): send the data in smaller tensors')
+            if sum(d.nbytes for d in self.pending.data) + array.nbytes + DATA_MARGIN > bound:
+                self.flush(pace=False)
         self.pending.data_headers.append([dtype, list(array.shape)])
         self.pending.data.append(np.ascontiguousarray(array).copy())
         return len(self.pending.data) - 1

@@ -126,9 +126,14 @@ def test_oversized_messages_are_refused_and_others_go_on(guarded, monkeypatch):
     monkeypatch.setenv('GT_TOKEN', 's3cret')
     with connected(guarded.address):
         big = np.zeros(2 * 1024 * 1024 // 4, dtype=np.float32)  # 2 MB, over the 1 MB bound
+        before = gt.ones(10) * 7  # recorded in the same fragment as the upload
         with pytest.raises(ValueError, match='over the server.s bound of 1,048,576 bytes'):
-            gt.from_numpy(big).sum().item()
+            gt.from_numpy(big)  # at the upload's line
+        assert before.sum().item() == 70.0  # the work before it was not lost with it
         assert gt.ones(3).sum().item() == 3.0  # the session goes on
+        halves = [np.ones(600 * 1024 // 4, dtype=np.float32)] * 2  # 600 KB each: 1.2 MB
+        total = sum(gt.from_numpy(half).sum() for half in halves)  # sent in two messages
+        assert total.item() == 2 * 600 * 1024 // 4
         raw = dealer(guarded.endpoint)
         try:
             send(raw, Hello('tests:raw', 1, '', 's3cret'))
