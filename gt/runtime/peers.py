@@ -89,6 +89,9 @@ class Session:
     # single-worker work may take a worker's express lane (gt.runtime.scheduler).
     longest_recent: float | None = None
     longest_at: float = field(default_factory=time.monotonic)
+    # When each of its programs in flight on main lanes was sent, oldest first: one that
+    # has run long is long already, however long ago its last program finished.
+    main_sent: deque = field(default_factory=deque)
 
     def hold(self, value_id: int, entry: tuple) -> None:
         """Record a value the session now holds (or holds more copies of)."""

@@ -48,6 +48,9 @@ EXPRESS_SECONDS = environment.number('GT_EXPRESS_SECONDS')
 # first run (tens of ms) makes it light again within a few seconds, while a session that
 # keeps running long programs stays heavy.
 LONGEST_HALF_LIFE = 0.5
+# A program out on a main lane this long is long, whatever its session's past programs:
+# well above a light program's wait behind another, far below a heavy one's run.
+OUT_LONG_SECONDS = 0.1
 MAIN, EXPRESS = 'main', 'express'
 
 
@@ -89,6 +92,8 @@ class Scheduler:
         else:
             handle.in_flight = max(0, handle.in_flight - 1)
             if session is not None:
+                if session.main_sent:
+                    session.main_sent.popleft()
                 left = handle.main_sessions.get(session.number, 0) - 1
                 if left > 0:
                     handle.main_sessions[session.number] = left
@@ -131,6 +136,7 @@ class Scheduler:
                 if handle.alive and lane == EXPRESS:
                     handle.express_session = session
                 elif handle.alive:
+                    session.main_sent.append(now)
                     handle.in_flight += 1
                     handle.main_sessions[session.number] = (
                         handle.main_sessions.get(session.number, 0) + 1)
@@ -178,10 +184,13 @@ class Scheduler:
         Only beside such work does the lane spare a light program a wait; beside light
         work alone it made the sessions unequal (whichever reply came back first took the
         free lane again): 4 identical light clients ran 1.06-1.79x apart with it, 1.02-1.03
-        without (benchmarks/multiplex.py)."""
+        without (benchmarks/multiplex.py). A program out for OUT_LONG_SECONDS is long
+        whatever its session's past: a heavy session whose 4 s programs ran one
+        after another counted as light 5 s after its last one finished (the decay), and a
+        light session's work then waited behind a whole program."""
         now = time.monotonic()
-        return any(not _light(self.sessions.get(number), now)
-                   for number in self.workers[worker].main_sessions)
+        return any(not _light(session, now) or _out_long(session, now)
+                   for session in map(self.sessions.get, self.workers[worker].main_sessions))
 
     def _window(self, worker: int) -> int:
         """WINDOW for a worker one session uses; SHARED_WINDOW while several do, so that
@@ -193,6 +202,12 @@ class Scheduler:
         for session in [s for s, when in users.items() if when < cutoff]:
             del users[session]
         return WINDOW if len(users) <= 1 else SHARED_WINDOW
+
+
+def _out_long(session, now: float) -> bool:
+    """Whether `session`'s oldest program on a main lane has been out OUT_LONG_SECONDS."""
+    return session is not None and bool(session.main_sent) and \
+        now - session.main_sent[0] > OUT_LONG_SECONDS
 
 
 def _light(session, now: float) -> bool:

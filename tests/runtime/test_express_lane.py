@@ -160,3 +160,41 @@ def test_a_session_that_ends_during_its_express_program_leaves_nothing(start_clu
         while (held := gt.debug.get_worker_stats()[0]['tensors']) != 0:
             assert time.monotonic() < deadline, f'the worker still holds {held} tensor(s)'
             time.sleep(0.2)
+
+
+# Two programs: a first of ~3 s that the client waits for, then a long one it leaves
+# running. The first's length decays (LONGEST_HALF_LIFE) while the second runs.
+HEAVY_TWICE = """
+import gt
+gt.connect('{address}')
+x = gt.randn(2000, 2000) / 45
+for count in ({first}, {second}):
+    for _ in range(count):
+        x = (x @ x).tanh()
+    print(float(x.sum()), flush=True)
+"""
+
+
+@pytest.mark.time_limit(240)
+def test_a_heavy_session_stays_heavy_while_its_long_program_runs(start_cluster, tmp_path):
+    """Its first program's length decays to nothing seconds after it ended, while its
+    second is still running: it counted as light then, and a light client's fetch went
+    to the main lane, behind the whole program. A program out that long is long."""
+    log = tmp_path / 'ops.log'
+    cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
+    with connected(cluster.address):
+        base = gt.tensor(np.arange(6, dtype=np.float32))
+        deadline = time.monotonic() + LIGHT_AFTER_SECONDS
+        while time.monotonic() < deadline:  # this session is measured light
+            (base * 1).sum().item()
+        heavy = start_script(HEAVY_TWICE.format(address=cluster.address, first=12,
+                                                second=60))
+        assert heavy.stdout.readline().strip()  # the first program is done
+        time.sleep(12 * LONGEST_HALF_LIFE)  # its length has decayed below a light one's
+        express_before = len(_express_sends(log))
+        value = (base * 3).sum().item()
+        still_running = heavy.poll() is None
+    assert finish_script(heavy, timeout=200).returncode == 0
+    assert value == 45.0
+    assert still_running, 'the light fetch waited for the heavy program'
+    assert len(_express_sends(log)) > express_before
