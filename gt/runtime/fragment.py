@@ -80,6 +80,8 @@ def _numpy_scalar(value: Any) -> Any:
     (`gt.full((2,), np.float32(1.5))`) goes as the Python number it holds."""
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, int):  # what msgpack raises for one without this hook
+        raise OverflowError('Integer value out of range')
     raise TypeError(f'can not serialize {type(value).__name__!r} object')
 
 
