@@ -21,13 +21,13 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     gradients = grad_tensors if grad_tensors is not None else grad_variables
     gradients = _listed(gradients) if gradients is not None else [None] * len(roots)
     if len(gradients) != len(roots):
-        raise RuntimeError(f'grad can be implicitly created only for scalar outputs; got '
-                           f'{len(gradients)} gradients for {len(roots)} tensors')
-    for root in roots:
+        raise RuntimeError(f'backward: got {len(roots)} tensors and {len(gradients)} '
+                           'gradients')
+    for index, root in enumerate(roots):
         if not root.requires_grad:
-            raise RuntimeError('element 0 of tensors does not require grad and does not have '
-                               'a grad_fn (did you forget requires_grad=True, or call '
-                               'backward() under no_grad?)')
+            raise RuntimeError(f'element {index} of tensors does not require grad and does '
+                               'not have a grad_fn (did you forget requires_grad=True, or '
+                               'call backward() under no_grad?)')
     keep = create_graph if retain_graph is None else retain_graph
     if inputs is not None:
         _into_inputs(roots, gradients, keep, create_graph, _listed(inputs))

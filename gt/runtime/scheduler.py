@@ -117,6 +117,8 @@ class Scheduler:
 
     def lost(self, worker: int) -> None:
         self.workers[worker].reset_lanes()
+        for session in self.sessions.values():
+            session.main_sent.clear()  # its programs there never say Done: start afresh
         self.dispatch()
 
     def dispatch(self) -> None:
