@@ -14,6 +14,7 @@ from gt.runtime.scheduler import (
     EXPRESS,
     EXPRESS_SECONDS,
     LONGEST_HALF_LIFE,
+    OUT_LONG_SECONDS,
     WINDOW,
     Fragment,
     Scheduler,
@@ -36,6 +37,7 @@ class FakeSession:
     number: int = field(default_factory=lambda: next(_numbers))
     longest_recent: float | None = None
     longest_at: float = field(default_factory=time.monotonic)
+    main_sent: deque = field(default_factory=deque)
 
 
 def make(workers: int = 2):
@@ -249,3 +251,22 @@ def test_without_an_express_lane_or_when_its_worker_is_lost_work_waits():
     handles[0].alive = False
     scheduler.lost(0)
     assert handles[0].express_session is None and handles[0].in_flight == 0
+
+
+def test_a_program_out_long_makes_the_main_lane_long_whatever_its_sessions_past():
+    """A heavy session's last program ended long ago (its length has decayed to a light
+    one's) but its current one has been out OUT_LONG_SECONDS: a light session goes
+    express beside it, rather than waiting behind the whole program."""
+    scheduler, handles, sent = _with_express_lanes(1)
+    heavy = FakeSession('heavy', longest_recent=4.0,
+                        longest_at=time.monotonic() - 40 * LONGEST_HALF_LIFE)
+    light = FakeSession('light', longest_recent=EXPRESS_SECONDS / 10)
+    scheduler.submit(heavy, fragment(0, 0))
+    scheduler.submit(light, fragment(10, 0))
+    assert sent[-1] == ('light', 10, 0)  # just sent: not known to be long yet
+    scheduler.done(0, light, EXPRESS_SECONDS / 10)
+    heavy.main_sent[0] -= 2 * OUT_LONG_SECONDS  # as if sent that long ago, still running
+    scheduler.submit(light, fragment(11, 0))
+    assert sent[-1] == ('light', 11, 0, 'express')
+    scheduler.done(0, heavy, 4.0)
+    assert not heavy.main_sent
