@@ -67,6 +67,7 @@ LIVENESS_CHECK_SECONDS = 0.2
 # longer than this means the dispatcher was not listening (a long handler, a stopped or
 # starved process), and its peers' silence meanwhile is not theirs.
 STALL_SECONDS = 1.0
+FAREWELL_LINGER_MS = 500  # a stopping dispatcher's time to deliver its SessionEnded notes
 
 
 class Dispatcher(WorkerLinks):
@@ -146,7 +147,11 @@ class Dispatcher(WorkerLinks):
                     next_check = time.monotonic() + LIVENESS_CHECK_SECONDS
         finally:
             self.monitor.close()
-            self.socket.close(0)
+            for session in self.sessions.values():  # they would wait GT_TIMEOUT to notice
+                self._send(session.identity, SessionEnded(session.number, (
+                    f'the GT server ended session {session.number}: it was stopped, and its '
+                    'tensors are gone')))
+            self.socket.close(FAREWELL_LINGER_MS if self.sessions else 0)
             for endpoint in self.endpoints:
                 if endpoint.startswith('ipc://'):
                     with contextlib.suppress(OSError):
@@ -203,7 +208,7 @@ class Dispatcher(WorkerLinks):
             home = min(live, key=self._sessions_homed_on)
             session = Session(self.next_session, identity, hello.client, home.index,
                               shared_memory_probe=str(hello.shared_memory_probe),
-                              weight=_weight(hello.weight))
+                              weight=environment.hello_weight(hello.weight))
             self.next_session += 1
             self.sessions[identity] = session
             self.session_numbers[session.number] = session
@@ -489,11 +494,3 @@ class MissingValue(ValueError):
     def __init__(self, text: str, cause: str | None) -> None:
         super().__init__(text)
         self.cause = cause
-
-
-def _weight(value: object) -> float:
-    """A session's weight from its Hello: a number within environment.WEIGHTS, else 1."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and \
-            environment.WEIGHTS[0] <= value <= environment.WEIGHTS[1]:
-        return float(value)
-    return 1.0

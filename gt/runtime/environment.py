@@ -156,6 +156,15 @@ def _refuse(name: str, problem: str):
 WEIGHTS = (1e-6, 1e6)
 
 
+def hello_weight(value: object) -> float:
+    """A session's weight from its Hello (what any client may send): a number within
+    WEIGHTS, else 1."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            WEIGHTS[0] <= value <= WEIGHTS[1]:
+        return float(value)
+    return 1.0
+
+
 def weight(given: float | None) -> float:
     """A session's share of the workers: `given`, else GT_WEIGHT, else 1."""
     chosen = number('GT_WEIGHT') if given is None else float(given)

@@ -127,9 +127,9 @@ def test_auto_sharding_is_turned_off_by_any_off_word(cluster, monkeypatch, value
 def test_a_session_weight_out_of_bounds_is_refused(weight):
     """A weight near 0 made the session's charged time infinite, and the scheduler's
     clock with it, for every session after it: weights are kept within 1e-6 and 1e6."""
-    from gt.runtime import dispatcher, environment
+    from gt.runtime import environment
 
     with pytest.raises(ValueError, match='a session weight must be between 1e-06 and 1e'):
         environment.weight(weight)
     assert environment.weight(1e-6) == 1e-6
-    assert dispatcher._weight(weight) == 1.0  # a Hello from another client: the default
+    assert environment.hello_weight(weight) == 1.0  # a Hello from any client: the default

@@ -427,6 +427,20 @@ def test_workers_rejoin_a_restarted_dispatcher(start_cluster):
 
 
 @pytest.mark.time_limit(60)
+def test_a_stopped_dispatcher_tells_its_sessions(start_cluster):
+    """SIGTERM to gt.server: each session hears that the server ended it, at its next
+    call, rather than waiting GT_TIMEOUT (10 s) for a dispatcher that is gone."""
+    private = start_cluster(workers=1)
+    with connected(private.address):
+        kept = gt.ones(3) * 2
+        assert kept.tolist() == [2.0, 2.0, 2.0]
+        private.server.terminate()
+        private.server.wait(10)
+        with pytest.raises(gt.ClosedSessionError, match=r'ended session \d+: it was stopped'):
+            kept.tolist()  # without the note: a ConnectionError, after GT_TIMEOUT
+
+
+@pytest.mark.time_limit(60)
 def test_a_tensor_of_an_ended_session_says_so(cluster):
     with connected(cluster.address) as first:
         old = gt.ones(3) + 1
