@@ -291,6 +291,8 @@ def tensor_slice_step(dim: int, start: Any, length: int) -> Step:
         return apply('gather', [parent, spread(at, shape)], dim=dim)
 
     def put(parent: Any, view: Any) -> Any:
+        if length == 0:  # `x[i:i] = v` writes nothing: the parent's values, as a new value
+            return apply('cast', [parent], dtype=parent._type.dtype)
         size = parent._type.shape[dim]
         places = creation('arange', (size,), 'int64', start=0, step=1)
         within = shaped(binary('sub', places, start), parent.ndim, size)  # place in the slice

@@ -28,6 +28,7 @@ def random_offset_work(lib):
     z[top:top + 3] = 7  # written through
     z[top - 2:top] += 1
     z[left:left + 2].zero_()
+    z[top:top] = 5  # an empty slice: nothing written
     return [x.tolist(), y.tolist(), before.tolist(), crop.tolist(), rows.tolist(),
             list(empty.shape), w.grad.tolist(), z.tolist(), list(x.shape)]
 
