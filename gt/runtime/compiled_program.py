@@ -12,7 +12,10 @@ beyond that, new layouts run eagerly. The compiler may also defer a new layout (
 gt.runtime.compiler): its program then runs eagerly, and asks again at its next run.
 """
 
+from types import SimpleNamespace
 from typing import Any, Callable
+
+import torch
 
 from gt.ir import OPS
 from gt.runtime.codegen import Step, generate
@@ -32,13 +35,13 @@ class CompiledProgram:
         self.compiler = compiler
         rows = [OPS[step.op] for step in steps]
         marked = None if marked is None else set(marked)
-        compilable = [row.traces(step.attrs)
-                      and not (row.takes_context or row.effects or row.random)
+        compilable = [row.compilable and row.traces(step.attrs)
                       and (marked is None or index in marked)
                       for index, (row, step) in enumerate(zip(rows, steps))]
         hoistable = [row.source and not (row.random or row.effects) for row in rows]
         self.order = partition(steps, compilable, hoistable, result_slots, MIN_REGION_OPS)
-        self.eager_regions = {id(region): _eager(steps, region) for region in self.order
+        self.eager_regions = {id(region): _eager(steps, region, compiler.device)
+                              for region in self.order
                               if isinstance(region, Region)}
         self.layouts: dict[tuple, _Layout] = {}
 
@@ -127,6 +130,8 @@ class _Layout:
         self.compiled = False  # whether any region of the driver is compiled
 
 
-def _eager(steps: list[Step], region: Region) -> Callable:
+def _eager(steps: list[Step], region: Region, device: str) -> Callable:
+    """The region's steps as one uncompiled call; its creation ops make tensors on `device`."""
     run = generate([steps[i] for i in region.steps], list(region.inputs), list(region.outputs))
-    return lambda *values: run(values, None)
+    placed = SimpleNamespace(device=torch.device(device))
+    return lambda *values: run(values, placed)

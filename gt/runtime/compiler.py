@@ -63,6 +63,7 @@ def debugging() -> bool:
 
 class Compiler:
     def __init__(self, device: Any = 'cpu') -> None:
+        self.device = str(torch.device(device))  # where regions make their created tensors
         self.packages = torch.device(device).type == 'cpu'  # Inductor as packages (above)
         self.requests: queue.SimpleQueue = queue.SimpleQueue()
         self.helper = CompileHelper()
@@ -194,7 +195,7 @@ class Compiler:
 
     def _compile(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Any:
         if self._packaged(backend):
-            wire, specs = graph_module.to_wire(steps, region), list(examples)
+            wire, specs = graph_module.to_wire(steps, region, self.device), list(examples)
             path = aot_package.package_path(wire, specs)
             if not path.exists():
                 self.helper.build(wire, specs, str(path))
@@ -210,8 +211,8 @@ class Compiler:
             # threads sometimes abort the worker at exit ('terminate called...').
             raise RuntimeError('cudagraphs captures CUDA graphs, and this region runs on '
                                'the CPU; choose eager, aot_eager or inductor for a CPU worker')
-        compiled = torch.compile(graph_module.build(steps, region), backend=backend,
-                                 dynamic=False)
+        compiled = torch.compile(graph_module.build(steps, region, self.device),
+                                 backend=backend, dynamic=False)
         with torch.inference_mode():  # as the worker runs: the guards must match its calls
             compiled(*examples)
         run = torch._dynamo.run(compiled)

@@ -1,10 +1,11 @@
 """Compiled regions: a program's steps grouped into as few compilable calls as possible.
 
 Some steps must stay eager: moves (they talk to peers), random draws (so that
-`manual_seed` reproduces torch's numbers exactly), creation ops (they read the message's
-literals and data) and nodes the compilers cannot trace (`traced`: the gradient of a
+`manual_seed` reproduces torch's numbers exactly), creation ops that read the message's
+literals and data, and nodes the compilers cannot trace (`traced`: the gradient of a
 torch function run by name, and calls reading host indices). Creation ops that draw
 nothing have no inputs, so they can run first; the other eager steps keep their order.
+Creation ops that their attrs alone decide (zeros, full, arange) are compilable.
 Each pure step then joins the region right after the last eager step it depends on, so
 a training step with no moves is one region, and one with an all_reduce per gradient is
 one region before the moves, one after, and the small groups in between.

@@ -128,3 +128,42 @@ def test_an_op_failing_in_a_compiled_region_is_reported_for_that_op(compiler):
         assert compiler.compiled_runs == 1
         kept, errors = p.run([ones, zeros], context, base=100)
     assert len(errors) == 1 and errors[0][:3] == [100, 7, 'floor_divide']
+
+
+# s0 = g, s1 = x: relu's gradient masked with a zero, plus tensors made from attrs alone;
+# the `scalar` reads the message's literals, so it stays out of the region.
+MADE = [
+    ('zeros', [], {'shape': [], 'dtype': 'float32'}, 1, 0),                          # s2
+    ('gt', [1, 2], {}, 1, 1),                                                        # s3
+    ('where', [3, 0, 2], {}, 1, 2),                                                  # s4
+    ('ones', [], {'shape': [6], 'dtype': 'float32'}, 1, 3),                          # s5
+    ('full', [], {'shape': [6], 'dtype': 'float32', 'value': 0.5}, 1, 4),            # s6
+    ('arange', [], {'shape': [6], 'dtype': 'float32', 'start': 0.0, 'step': 0.1}, 1, 5),  # s7
+    ('scalar', [], {'dtype': 'float32', 'slot': 0}, 1, 6),                           # s8
+    ('mul', [6, 8], {}, 1, 7),                                                       # s9
+    ('add', [4, 9], {}, 1, 8),                                                       # s10
+    ('add', [5, 7], {}, 1, 9),                                                       # s11
+    ('add', [10, 11], {}, 1, 10),                                                    # s12
+]
+
+
+@pytest.mark.parametrize('backend', ['eager', 'aot_eager'])
+def test_tensors_made_from_attrs_join_regions_on_the_workers_device(compiler, backend):
+    """A gradient's `where(keep, g, zeros)` compiles whole: the zeros is made in the
+    region (where the compiler folds it), not allocated before each call."""
+    encoded = msgpack.packb(([(*i, None) for i in MADE], 2, [(12, 10), (7, 5)],
+                             ['always', backend, None]))
+    p = Program(encoded, ENGINE.implementation, compiler)
+    plain = Program(msgpack.packb(([(*i, None) for i in MADE], 2, [(12, 10), (7, 5)], None)),
+                    ENGINE.implementation)
+    (region,) = [item for item in p.compiled.order if isinstance(item, Region)]
+    ops = [p.steps[i].op for i in region.steps]
+    assert {'zeros', 'ones', 'full', 'arange'} <= set(ops) and 'scalar' not in ops
+    g, x = torch.randn(6), torch.randn(6)
+    expected = run(plain, g, x)
+    for _ in range(2):
+        for a, b in zip(run(p, g, x), expected):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+        wait_for_compiles(compiler)
+    assert compiler.compiled_runs == 1 and compiler.failures == 0
+    torch.testing.assert_close(expected[1], torch.arange(0, 0.55, 0.1)[:6])

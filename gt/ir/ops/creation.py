@@ -62,31 +62,40 @@ def _torch_random(draw):
     return run
 
 
-def _torch_filled(make):
-    return lambda ctx, shape, dtype: make(shape, dtype=TORCH_DTYPES[dtype], device=ctx.device)
+def zeros_on(shape, dtype, device):
+    return torch.zeros(shape, dtype=TORCH_DTYPES[dtype], device=device)
+
+
+def ones_on(shape, dtype, device):
+    return torch.ones(shape, dtype=TORCH_DTYPES[dtype], device=device)
+
+
+def full_on(shape, dtype, value, device):
+    return torch.full(shape, value, dtype=TORCH_DTYPES[dtype], device=device)
+
+
+def arange_on(shape, dtype, start, step, device):
+    if shape[0] == 0:
+        return torch.empty(0, dtype=TORCH_DTYPES[dtype], device=device)
+    # With floats, torch.arange over [start, start + n * step) can round up to n + 1
+    # values and then vectorizes differently; ending half a step early gives exactly its
+    # n values. Integer bounds are exact (and torch truncates a fractional end).
+    exact = dtype not in FLOATING and all(isinstance(v, int) for v in (start, step))
+    end = start + step * (shape[0] if exact else shape[0] - 0.5)
+    return torch.arange(start, end, step, dtype=TORCH_DTYPES[dtype], device=device)[: shape[0]]
+
+
+def _on_context_device(made_on):
+    """The eager form of a `made_on` function: on the RunContext's device."""
+    return lambda ctx, **attrs: made_on(device=ctx.device, **attrs)
 
 
 def _numpy_filled(value):
     return lambda ctx, shape, dtype: np.full(shape, value, dtype=NUMPY_DTYPES[dtype])
 
 
-def _torch_full(ctx, shape, dtype, value):
-    return torch.full(shape, value, dtype=TORCH_DTYPES[dtype], device=ctx.device)
-
-
 def _numpy_full(ctx, shape, dtype, value):
     return np.full(shape, value, dtype=NUMPY_DTYPES[dtype])
-
-
-def _torch_arange(ctx, shape, dtype, start, step):
-    if shape[0] == 0:
-        return torch.empty(0, dtype=TORCH_DTYPES[dtype], device=ctx.device)
-    # With floats, torch.arange over [start, start + n * step) can round up to n + 1
-    # values and then vectorizes differently; ending half a step early gives exactly its
-    # n values. Integer bounds are exact (and torch truncates a fractional end).
-    exact = dtype not in FLOATING and all(isinstance(v, int) for v in (start, step))
-    end = start + step * (shape[0] if exact else shape[0] - 0.5)
-    return torch.arange(start, end, step, dtype=TORCH_DTYPES[dtype], device=ctx.device)[: shape[0]]
 
 
 def _numpy_arange(ctx, shape, dtype, start, step):
@@ -124,12 +133,14 @@ ROWS = [
           random=True),
     OpDef('rand', _random_type('rand'), _torch_random(torch.rand), _numpy_rand, source=True,
           random=True),
-    OpDef('zeros', _of_shape('zeros'), _torch_filled(torch.zeros), _numpy_filled(0), source=True,
-          uniform=True),
-    OpDef('ones', _of_shape('ones'), _torch_filled(torch.ones), _numpy_filled(1), source=True,
-          uniform=True),
-    OpDef('full', _full_type, _torch_full, _numpy_full, source=True, uniform=True),
-    OpDef('arange', _arange_type, _torch_arange, _numpy_arange, source=True),
+    OpDef('zeros', _of_shape('zeros'), _on_context_device(zeros_on), _numpy_filled(0),
+          source=True, uniform=True, made_on=zeros_on),
+    OpDef('ones', _of_shape('ones'), _on_context_device(ones_on), _numpy_filled(1),
+          source=True, uniform=True, made_on=ones_on),
+    OpDef('full', _full_type, _on_context_device(full_on), _numpy_full, source=True,
+          uniform=True, made_on=full_on),
+    OpDef('arange', _arange_type, _on_context_device(arange_on), _numpy_arange, source=True,
+          made_on=arange_on),
     # A Python number used as an operand, as a 0-d tensor of the dtype the op computes in.
     # The number itself travels with the message (slot k of its literals), not in the
     # structure: a learning rate or a step count that changes does not change the plan.

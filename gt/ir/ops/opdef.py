@@ -46,10 +46,21 @@ class OpDef:
     # Joins compiled regions; False: runs eagerly between them; a function of a node's
     # attrs: decides per node.
     traced: bool | Callable[..., bool] = True
+    # A creation op whose value its attrs alone decide: `made_on(**attrs, device=...)`
+    # makes it with no RunContext, so it may join a compiled region, where the compiler
+    # folds it into its uses (a gradient's `where(keep, g, zeros)` allocates nothing).
+    made_on: Callable[..., Any] | None = None
 
     def traces(self, attrs: dict) -> bool:
         """Whether a node of this op with `attrs` may join a compiled region."""
         return self.traced(**attrs) if callable(self.traced) else self.traced
+
+    @property
+    def compilable(self) -> bool:
+        """Whether its nodes may join compiled regions at all (`traces` decides per node):
+        sends, collectives, random draws and ops that read the run's context stay eager."""
+        return not (self.effects or self.random) and (
+            self.made_on is not None or not self.takes_context)
 
     @property
     def takes_context(self) -> bool:
