@@ -85,6 +85,11 @@ def get_config(name: str) -> SignalConfig | None:
     return _configs.get(name)
 
 
+def names() -> list[str]:
+    """The signals that have a config."""
+    return list(_configs)
+
+
 def clear_configs() -> None:
     global _version
     _configs.clear()

@@ -4,6 +4,7 @@ The dispatcher's passes read a node's scope to apply the sharding config of that
 """
 
 import contextlib
+import difflib
 import os
 import sys
 import threading
@@ -27,7 +28,10 @@ _scopes = _Scopes()
 _open_anywhere = 0
 # `+=` on a global is not atomic across threads; a lost update could hide an open scope.
 _open_anywhere_lock = threading.Lock()
-_warned: set[str] = set()  # signals without a config already named under GT_VERBOSE
+_warned: set[str] = set()  # signals without a config already named
+_judged: dict[str, tuple] = {}  # unconfigured names not named, and under which settings
+# How alike a name must be to a configured one to be taken for a misspelling of it.
+MISSPELLING_CUTOFF = 0.8
 _entered: set[str] = set()  # signals entered in this process: their configs are checked
 _warned_absent: set[str] = set()  # signals already said to name absent workers
 _warned_unsplit: set[str] = set()  # signals already said to have made a tensor whole
@@ -59,10 +63,17 @@ def enter(name: str, backward: str | None = None) -> None:
         raise TypeError(f'a signal name must be a non-empty string, got {name!r}')
     if backward is not None and (not isinstance(backward, str) or not backward):
         raise TypeError(f'a backward signal name must be a non-empty string, got {backward!r}')
-    if name not in _warned and config.get_config(name) is None and \
-            environment.switch('GT_VERBOSE'):
-        _warned.add(name)
-        print(f'gt: signal {name!r} has no config; ops in it run unsharded', file=sys.stderr)
+    _note_unconfigured(name, f'signal {name!r}', 'ops in it run unsharded')
+    found = config.get_config(name)
+    if backward is not None:
+        _note_unconfigured(backward, f'backward signal {backward!r} (of {name!r})',
+                           'gradient ops in it run unsharded', owner=name)
+    elif found is not None and found.backward_signal is not None:
+        # A config that names a backward signal means to place the gradients there.
+        _note_unconfigured(found.backward_signal,
+                           f'backward signal {found.backward_signal!r}, named by the config of '
+                           f'{name!r},',
+                           'gradient ops in it run unsharded', always=True, owner=name)
     if name not in _entered:
         _entered.add(name)
         from gt.runtime import client
@@ -73,6 +84,25 @@ def enter(name: str, backward: str | None = None) -> None:
     _scopes.backward.append(backward)
     with _open_anywhere_lock:
         _open_anywhere += 1
+
+
+def _note_unconfigured(name: str, subject: str, consequence: str, always: bool = False,
+                       owner: str | None = None) -> None:
+    """Say once that signal `name` has no config: when `always` (a config's `backward:`
+    names it), when it looks like a misspelling of a configured one (`layr1`), and else
+    only under GT_VERBOSE (a signal may name ops for the instruction log and the
+    timeline alone). `owner`: the signal whose backward it is, never suggested."""
+    verbose = environment.switch('GT_VERBOSE')
+    judged = (config.version(), verbose, always)  # scopes open every step: judge a name once
+    if name in _warned or _judged.get(name) == judged or config.get_config(name) is not None:
+        return
+    _judged[name] = judged
+    candidates = [known for known in config.names() if known != owner]
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=MISSPELLING_CUTOFF)
+    if always or close or verbose:
+        _warned.add(name)
+        hint = f' (did you mean {close[0]!r}?)' if close else ''
+        print(f'gt: {subject} has no config; {consequence}{hint}', file=sys.stderr)
 
 
 def exit(name: str | None = None) -> None:

@@ -1,5 +1,6 @@
 """Signal scopes on the client (gt/signal.py): nesting, per-thread stacks, backward signals
-from configs or given explicitly, manual enter/exit, and GT_VERBOSE's warning."""
+from configs or given explicitly, manual enter/exit, and the warnings that name signals
+without a config (misspelled ones, a config's backward, all under GT_VERBOSE)."""
 
 import threading
 
@@ -96,12 +97,41 @@ def test_a_context_closes_when_its_body_raises():
 
 def test_gt_verbose_names_a_signal_without_config_once(monkeypatch, capsys):
     gt.register_config('configured', SignalConfig())
-    with gt.signal.context('unconfigured'):  # not verbose: silent
+    with gt.signal.context('timeline_label'):  # not verbose, no configured name alike: silent
         pass
     assert capsys.readouterr().err == ''
     monkeypatch.setenv('GT_VERBOSE', '1')
     for _ in range(2):
-        with gt.signal.context('unconfigured'), gt.signal.context('configured'):
+        with gt.signal.context('timeline_label'), gt.signal.context('configured'):
             pass
     assert capsys.readouterr().err == (
-        "gt: signal 'unconfigured' has no config; ops in it run unsharded\n")
+        "gt: signal 'timeline_label' has no config; ops in it run unsharded\n")
+
+
+def test_a_misspelled_signal_is_named_once_with_the_configured_one(capsys):
+    gt.register_config('encoder_layer', SignalConfig())
+    for _ in range(2):
+        with gt.signal.context('encoder_layr'), gt.signal.context('annotation_only'):
+            pass
+    assert capsys.readouterr().err == (
+        "gt: signal 'encoder_layr' has no config; ops in it run unsharded "
+        "(did you mean 'encoder_layer'?)\n")
+
+
+def test_a_yaml_backward_naming_a_signal_without_config_is_named_once(tmp_path, capsys):
+    path = tmp_path / 'stages.yaml'
+    path.write_text('stage_one:\n  shard: {axis: 0, workers: [0]}\n'
+                    '  backward: stage_one_bwd\n')
+    gt.load_config(path)
+    for _ in range(2):
+        with gt.signal.context('stage_one'):
+            pass
+    assert capsys.readouterr().err == (
+        "gt: backward signal 'stage_one_bwd', named by the config of 'stage_one', has no "
+        "config; gradient ops in it run unsharded\n")
+    gt.register_config('stage_one_bwd', SignalConfig())
+    with gt.signal.context('stage_one'), gt.signal.context('x', backward='stage_one_bwdd'):
+        pass
+    assert capsys.readouterr().err == (
+        "gt: backward signal 'stage_one_bwdd' (of 'x') has no config; gradient ops in it run "
+        "unsharded (did you mean 'stage_one_bwd'?)\n")
