@@ -1,5 +1,5 @@
 """Status and debug messages, on stderr, only when asked for; by default GT prints
-nothing but errors.
+nothing but errors (`error`: a lost worker, say, which an operator must hear of).
 
 `GT_VERBOSE=1` prints start-up and connection messages; `GT_DEBUG_CLIENT`,
 `GT_DEBUG_DISPATCHER`, `GT_DEBUG_WORKER` and `GT_DEBUG_COMPILE` (each `=1`) turn on one
@@ -33,6 +33,11 @@ def verbose(component: str, message: str) -> None:
     debug switch."""
     if _on['verbose'] or _on.get(component):
         _print(component, message)
+
+
+def error(component: str, message: str) -> None:
+    """Something broke that the process lives through: always printed."""
+    _print(component, message)
 
 
 def _print(component: str, text: str) -> None:

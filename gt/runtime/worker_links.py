@@ -300,8 +300,8 @@ class WorkerLinks:
         handle.alive = False
         if self.monitor.on:
             self.monitor.emit('WORKER_LOST', handle.label, 'Heartbeat', worker=handle.index)
-        diagnostics.verbose('dispatcher', f'worker {handle.index} ({handle.name}) was lost: '
-                            f'no heartbeat for {HEARTBEAT_TIMEOUT} s')
+        diagnostics.error('dispatcher', f'worker {handle.index} ({handle.name} on {handle.host}) '
+                          f'was lost: no heartbeat for {HEARTBEAT_TIMEOUT} s')
         self._announce_peers()  # ends any wait for a piece from it
         report = f'worker {handle.index} ({handle.name} on {handle.host}) was lost'
         for request, pending in list(self.pending.items()):

@@ -114,6 +114,9 @@ def test_killed_worker_fails_the_next_fetch(start_cluster):
         assert time.monotonic() - started < 30
         assert 'worker' in str(raised.value)
     assert private.server.poll() is None, 'the dispatcher died with its worker'
+    with open(os.path.join(private.log_dir, 'server.log')) as log:  # said without GT_VERBOSE
+        assert re.search(r'\[gt dispatcher [\d:.]+\] worker 0 \(.+ on .+\) was lost: no '
+                         r'heartbeat for 1.5 s', log.read()), private.logs()
 
 
 @pytest.mark.time_limit(90)
