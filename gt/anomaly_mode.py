@@ -138,8 +138,8 @@ def _user_level() -> int:
 
 def function_name(node: Any) -> str:
     """torch's name for the backward of the op `node` recorded: a torch function run by
-    name is named after that function (`Tensor.add` -> `AddBackward`)."""
+    name is named after that function (`Tensor.add` -> `AddBackward0`)."""
     if node.op == 'torch_call':
         name = node.attrs['fn'].rpartition('.')[2].strip('_')
-        return ''.join(part.capitalize() for part in name.split('_')) + 'Backward'
+        return ''.join(part.capitalize() for part in name.split('_')) + 'Backward0'
     return node.name()

@@ -74,8 +74,9 @@ class TapeNode:
         return f'<{self.name()} object at {id(self):#x}>'
 
     def name(self) -> str:
-        """torch's `grad_fn.name()`: `MulBackward`."""
-        return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward'
+        """torch's `grad_fn.name()`: `MulBackward0` (torch numbers the backward of each
+        overload of an op; GT's ops have one, the first)."""
+        return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward0'
 
     @property
     def next_functions(self) -> tuple:

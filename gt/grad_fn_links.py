@@ -17,6 +17,9 @@ class AccumulateGrad:
     def name(self) -> str:
         return 'torch::autograd::AccumulateGrad'
 
+    def __repr__(self) -> str:
+        return f'<AccumulateGrad object at {id(self):#x}>'
+
 
 def next_function(tensor: Any) -> tuple:
     if tensor.grad_fn is not None:
