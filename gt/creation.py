@@ -246,10 +246,12 @@ def set_rng_state(new_state: Any) -> None:
     data_loading.left_torch_generator()
 
 
-def manual_seed(seed: int) -> None:
+def manual_seed(seed: int) -> torch.Generator:
     """Seed this client's random stream on every worker; same seed, same tensors. torch's
     own generator in this process is seeded too, as torch.manual_seed seeds it: a
-    DataLoader shuffles with it, so the batches come in torch's order."""
-    torch.manual_seed(int(seed))
+    DataLoader shuffles with it, so the batches come in torch's order. Returns that
+    generator, as torch does (`DataLoader(..., generator=torch.manual_seed(3))`)."""
+    generator = torch.manual_seed(int(seed))
     data_loading.left_torch_generator()
     apply('manual_seed', [], seed=int(seed))
+    return generator

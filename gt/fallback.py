@@ -295,16 +295,31 @@ def torch_function(func: Any, args: tuple, kwargs: dict) -> Any:
     if name is None and operator.startswith('__') and (
             operator in Tensor.__dict__ or operator in OperatorMethods.__dict__):
         # torch_tensor + gt_tensor: the torch tensor joins GT as data.
-        from gt.creation import tensor
-        converted = [tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
-        return getattr(Tensor, operator)(*converted, **kwargs)
+        return getattr(Tensor, operator)(*joined(args), **kwargs)
     if name is None:
         values = _materialized(args), {k: _materialized(v) for k, v in kwargs.items()}
         return func(*values[0], **values[1])
     native = _native(name)
     if native is not None:
-        return native(*args, **kwargs)
+        # GT's own function takes GT tensors: `torch_tensor @ gt_tensor` reached
+        # MathMethods.matmul with the torch tensor as `self`, and recursed.
+        return native(*joined(args), **{k: joined_one(v) for k, v in kwargs.items()})
     return call(name, args, kwargs)
+
+
+def joined(values: tuple | list) -> tuple:
+    """`values` with each torch tensor among them (or in a list or tuple of them) made a
+    GT tensor, as data sent along: a torch tensor meeting a GT one joins GT."""
+    return tuple(joined_one(value) for value in values)
+
+
+def joined_one(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        from gt.creation import tensor
+        return tensor(value)
+    if type(value) in (list, tuple) and any(isinstance(v, torch.Tensor) for v in value):
+        return type(value)(joined_one(v) for v in value)
+    return value
 
 
 IN_PLACE_OPERATORS = frozenset({

@@ -127,6 +127,7 @@ def _nll(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
     """The sums are torch's kernel (the `nll_loss_forward` row), which sums in its own
     order; 'none' needs no sum, and picks each target's loss with a gather."""
     _check_classes(log_p, target, weight, reduction, name)
+    target = _as_class_indices(target)
     if reduction == 'none':
         return _picked(log_p, target, weight, ignore_index)
     inputs = [log_p, target] + ([] if weight is None else [weight])
@@ -145,8 +146,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     class_dim = 0 if input.ndim == 1 else 1
     log_p = input.log_softmax(class_dim)
     n_classes = input.shape[class_dim]
+    if target.dtype.is_floating_point and tuple(target.shape) != tuple(input.shape):
+        # Not class probabilities: class indices held as floats, which torch refuses so.
+        raise InvalidOpError('cross_entropy: expected target dtype to be Long or Byte, but got '
+                             f'{_TORCH_TYPE_NAMES.get(target.dtype, target.dtype)}')
     if target.dtype.is_floating_point:
         return _soft_cross_entropy(log_p, target, weight, reduction, label_smoothing)
+    target = _as_class_indices(target)
     loss = _nll(log_p, target, weight, ignore_index, reduction, 'cross_entropy')
     if not label_smoothing:
         return loss
@@ -191,12 +197,24 @@ def _check_classes(log_p: Tensor, target: Tensor, weight: Tensor | None, reducti
         raise ValueError(f'{name}: input of shape {list(log_p.shape)} needs a target of shape '
                          f'{list(expected)} (one class index per row), got '
                          f'{list(target.shape)}')
-    if target.dtype not in (torch.int64, torch.int32):
-        raise InvalidOpError(f'{name}: expected an int64 (or int32) tensor of class indices as '
-                             f'the target, got {target.dtype}')
+    if target.dtype not in (torch.int64, torch.int32, torch.uint8):
+        raise InvalidOpError(f'{name}: expected target dtype to be Long or Byte, but got '
+                             f'{_TORCH_TYPE_NAMES.get(target.dtype, target.dtype)}')
     if weight is not None and tuple(weight.shape) != (log_p.shape[class_dim],):
         raise ValueError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
                          f'class ({log_p.shape[class_dim]})')
+
+
+# How torch's kernels name dtypes in their messages.
+_TORCH_TYPE_NAMES = {torch.float32: 'Float', torch.float64: 'Double', torch.float16: 'Half',
+                     torch.bfloat16: 'BFloat16', torch.int16: 'Short', torch.int8: 'Char',
+                     torch.bool: 'Bool'}
+
+
+def _as_class_indices(target: Tensor) -> Tensor:
+    """Byte class labels (MNIST's raw labels), which torch takes, as the int64 that
+    gathers index with."""
+    return target.long() if target.dtype == torch.uint8 else target
 
 
 def _picked(log_p: Tensor, target: Tensor, weight: Tensor | None,

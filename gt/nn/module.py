@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import torch
 
+from gt import fallback
 from gt.autograd import no_grad
 from gt.nn import module_hooks, module_state
 from gt.nn.parameter import Buffer, Parameter
@@ -51,6 +52,12 @@ class Module:
         raise NotImplementedError(f'{type(self).__name__} does not define forward()')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for arg in args:
+            if isinstance(arg, torch.Tensor):
+                # A batch a DataLoader collated from numpy arrays is torch's: it joins GT
+                # as data, as a torch tensor meeting a GT one does.
+                args = fallback.joined(args)
+                break
         if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks \
                 or self._backward_pre_hooks:
             return module_hooks.call_with_hooks(self, args, kwargs)

@@ -1,7 +1,9 @@
 """What a ported script's data plumbing asks of GT: torch's DataLoader over a
 TensorDataset of GT tensors batches as over torch tensors (the same batches, in the same
-shuffled order for the same torch generator), and the `torch.cuda` device probe."""
+shuffled order for the same torch generator), GT layers taking the torch batches of a
+dataset of numpy arrays, and the `torch.cuda` device probe."""
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -133,3 +135,51 @@ def test_the_cuda_probe_of_a_ported_script_picks_a_device_gt_accepts():
     gt.cuda.manual_seed_all(0)
     x = gt.ones(2).to(device)
     assert x.tolist() == [1.0, 1.0]
+
+
+class NumpySamples(torch.utils.data.Dataset):
+    """A dataset as torchvision's and most custom ones are: numpy arrays and ints, which
+    torch's collate makes torch tensors, in a GT script too."""
+
+    def __init__(self) -> None:
+        self.features = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, index: int) -> tuple:
+        return self.features[index], index % 3
+
+
+def test_gt_layers_and_functions_take_the_torch_batches_of_a_numpy_dataset():
+    x, y = next(iter(DataLoader(NumpySamples(), batch_size=6)))
+    assert type(x) is torch.Tensor  # torch's collate made it
+    torch.manual_seed(0)
+    theirs = [torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(4),
+              torch.nn.MultiheadAttention(4, 2, batch_first=True)]
+    mine = [gt.nn.Linear(4, 3), gt.nn.BatchNorm1d(4),
+            gt.nn.MultiheadAttention(4, 2, batch_first=True)]
+    for layer, torch_layer in zip(mine, theirs):
+        layer.load_state_dict(torch_layer.state_dict())
+    linear, norm, attention = mine
+    torch_linear, torch_norm, torch_attention = theirs
+    got = [gt.nn.functional.cross_entropy(linear(x), y), norm(x),
+           attention(x[None], x[None], x[None])[0], x @ linear.weight.t(),
+           torch.matmul(x, linear.weight.t()), gt.matmul(x, linear.weight.t()),
+           gt.nn.functional.linear(x, linear.weight)]
+    want = [torch.nn.functional.cross_entropy(torch_linear(x), y), torch_norm(x),
+            torch_attention(x[None], x[None], x[None])[0], *[x @ torch_linear.weight.t()] * 4]
+    for g, w in zip(got, want):
+        assert isinstance(g, gt.Tensor)
+        torch.testing.assert_close(g.data, w.detach())
+
+
+def test_gt_manual_seed_returns_torchs_generator_for_a_loader():
+    orders = []
+    for lib in (gt, torch):
+        generator = lib.manual_seed(3)
+        assert generator is torch.default_generator and generator.initial_seed() == 3
+        loader = DataLoader(TensorDataset(lib.arange(10)), batch_size=5, shuffle=True,
+                            generator=generator)
+        orders.append([batch.tolist() for (batch,) in loader])
+    assert orders[0] == orders[1]

@@ -86,6 +86,14 @@ def test_cross_entropy_and_nll(reduction, shape):
 
 
 @pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_byte_class_labels_as_mnists_raw_ones(reduction):
+    logits, target = randn(6, 5), classes((6,), 5).to(torch.uint8)
+    check_loss('cross_entropy', logits, target, reduction=reduction)
+    check_loss('cross_entropy', logits, target, reduction=reduction, label_smoothing=0.1)
+    check_loss('nll_loss', logits.log_softmax(1), target, reduction=reduction)
+
+
+@pytest.mark.parametrize('reduction', REDUCTIONS)
 def test_cross_entropy_weights_ignore_index_and_smoothing(reduction):
     logits, target = randn(8, 4), classes((8,), 4)
     target[2] = target[5] = -100
@@ -151,8 +159,13 @@ def test_class_target_errors():
     logits = gt.randn(4, 3)
     with pytest.raises(ValueError, match=r'\[4, 3\].*\[4\].*\[3\]'):
         F.cross_entropy(logits, gt.tensor([0, 1, 2]))
-    with pytest.raises(RuntimeError, match='int64'):
-        F.nll_loss(logits, gt.tensor([0, 1, 2, 1], dtype=torch.int16))
+    for function in (F.nll_loss, F.cross_entropy, functional.nll_loss, functional.cross_entropy):
+        on = gt if function.__module__.startswith('gt') else torch
+        for target, name in ((on.tensor([0, 1, 2, 1], dtype=torch.int16), 'Short'),
+                             (on.tensor([0.0, 1, 2, 1]), 'Float')):  # torch's own words
+            with pytest.raises(RuntimeError, match=f'expected target dtype to be Long or Byte, '
+                                                   f'but got {name}'):
+                function(logits if on is gt else logits.data, target)
     with pytest.raises(ValueError, match='reduction'):
         F.cross_entropy(logits, gt.tensor([0, 1, 2, 1]), reduction='average')
     with pytest.raises(ValueError, match='one entry per class'):
