@@ -256,9 +256,7 @@ class Softmin(Module):
     def forward(self, input: Tensor) -> Tensor:
         dim = self.dim
         if dim is None:
-            warnings.warn('Implicit dimension choice for softmin has been deprecated. Change '
-                          'the call to include dim=X as an argument.', stacklevel=2)
-            dim = 0 if input.ndim in (0, 1, 3) else 1
+            dim = F.implicit_softmax_dim('softmin', input.ndim, stacklevel=4)
         return (-input).softmax(dim)
 
     def extra_repr(self) -> str:

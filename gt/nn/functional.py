@@ -153,12 +153,25 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return _activation('relu6', input, inplace, row='hardtanh', min_val=0.0, max_val=6.0)
 
 
-def softmax(input: Tensor, dim: int, _stacklevel: int = 3, dtype=None) -> Tensor:
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = implicit_softmax_dim('softmax', input.ndim, _stacklevel)
     return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
-def log_softmax(input: Tensor, dim: int, _stacklevel: int = 3, dtype=None) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    if dim is None:
+        dim = implicit_softmax_dim('log_softmax', input.ndim, _stacklevel)
     return (input if dtype is None else input.to(dtype)).log_softmax(dim)
+
+
+def implicit_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    """torch's deprecated choice when no dim is given (older tutorials' `nn.Softmax()`),
+    with its warning at the caller's line: 0 for 0-, 1- and 3-d inputs, else 1."""
+    warnings.warn(f'Implicit dimension choice for {name} has been deprecated. Change the call '
+                  'to include dim=X as an argument.', stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -201,16 +201,17 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, input: Tensor) -> Tensor: return input.softmax(self.dim)
+    def forward(self, input: Tensor) -> Tensor: return F.softmax(input, self.dim, _stacklevel=5)
     def extra_repr(self) -> str: return f'dim={self.dim}'
 
 
 class LogSoftmax(Softmax):
-    def forward(self, input: Tensor) -> Tensor: return input.log_softmax(self.dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class Flatten(Module):

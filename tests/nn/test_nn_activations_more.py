@@ -72,12 +72,22 @@ def test_prelu_parameter_is_torchs():
     assert nn.PReLU(dtype=torch.float64).weight.dtype == torch.float64
 
 
-def test_softmin_without_dim_warns_and_picks_torchs_dim():
-    x = randn(2, 3)
-    with pytest.warns(UserWarning, match='Implicit dimension choice for softmin'):
-        out = nn.Softmin()(gt.tensor(x))
+@pytest.mark.parametrize('shape', [(2, 3), (3,), (2, 3, 4), (2, 3, 4, 5)], ids=str)
+@pytest.mark.parametrize('name', ['Softmin', 'Softmax', 'LogSoftmax', 'softmax', 'log_softmax'])
+def test_softmaxes_without_dim_warn_and_pick_torchs_dim(name, shape):
+    """Older tutorials' `nn.Softmax()` and `F.softmax(x)`."""
+    x = randn(*shape)
+    if name.islower():  # a function
+        mine, theirs = getattr(gt.nn.functional, name), getattr(torch.nn.functional, name)
+    else:
+        mine, theirs = getattr(nn, name)(), getattr(torch.nn, name)()
+    kind = {'Softmin': 'softmin', 'Softmax': 'softmax', 'LogSoftmax': 'log_softmax'}.get(
+        name, name)
+    with pytest.warns(UserWarning, match=f'Implicit dimension choice for {kind} has') as caught:
+        out = mine(gt.tensor(x))
+    assert caught[0].filename == __file__  # at the script's line
     with pytest.warns(UserWarning):
-        assert_close(out, torch.nn.Softmin()(x))
+        assert_close(out, theirs(x))
 
 
 @pytest.mark.parametrize('shape', [(3, 4), (1, 2, 3, 4, 5)], ids=['2d', '5d'])
