@@ -77,6 +77,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """On probabilities; torch clamps each log at -100 so that 0 and 1 give finite loss."""
     reduction = _legacy(size_average, reduce, reduction)
     _check('binary_cross_entropy', input, target, reduction)
+    emit('check_between', input, low=0.0, high=1.0,
+         message='all elements of input should be between 0 and 1')
     log_p = input.log().clamp(min=-100.0)
     log_not_p = (1 - input).log().clamp(min=-100.0)
     loss = -(target * log_p + (1 - target) * log_not_p)

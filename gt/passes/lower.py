@@ -81,7 +81,8 @@ def lower(graph: Graph, options: PipelineOptions) -> dict[int, WorkerProgram]:
         elif row.source:
             _lower_creation(split, node, options)
         else:
-            for worker in node.outputs[0].placement.workers:
+            placed = node.outputs[0] if node.outputs else node.inputs[0]  # a check: its input's
+            for worker in placed.placement.workers:
                 inputs = tuple(split.read(worker, value) for value in node.inputs)
                 outputs = tuple(split.define(worker, value) for value in node.outputs)
                 attrs = node.attrs

@@ -48,6 +48,23 @@ def test_binary_cross_entropy(reduction):
                weight=torch.rand(3, generator=seeded()))
 
 
+@pytest.mark.parametrize('bad', [1.5, -0.25, float('nan')])
+def test_binary_cross_entropy_refuses_probabilities_outside_0_1_as_torch_does(bad):
+    """The usual slip, logits into BCELoss: torch raises at the line; GT at the next
+    fetch, naming the line, and the session goes on."""
+    probabilities = torch.tensor([[0.2], [bad]])
+    target = torch.ones(2, 1)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.BCELoss()(probabilities, target)
+    loss = nn.BCELoss()(gt.tensor(probabilities), gt.tensor(target))
+    with pytest.raises(RuntimeError) as mine:
+        loss.item()
+    assert str(theirs.value) in str(mine.value) and 'test_nn_losses.py' in str(mine.value)
+    fine = F.binary_cross_entropy(gt.tensor([0.2, 0.9]), gt.tensor([0.0, 1.0]))
+    assert_close(fine, functional.binary_cross_entropy(torch.tensor([0.2, 0.9]),
+                                                       torch.tensor([0.0, 1.0])))
+
+
 def test_binary_cross_entropy_clamps_its_logs():
     x, x_t = both(torch.tensor([0.0, 1.0, 0.5]))
     target = torch.tensor([1.0, 0.0, 1.0])

@@ -1,8 +1,9 @@
 """The passes on small hand-built graphs: each keeps the numbers, verifies, and does its job."""
 
+import pytest
 import torch
 
-from gt.ir import Graph, Node, Replicate, Value, interpret, verify
+from gt.ir import Graph, Node, Replicate, Shard, Value, interpret, verify
 from gt.passes import PIPELINE, PipelineOptions, lower, run_pipeline
 from gt.passes.eliminate_dead_code import eliminate_dead_code
 from gt.passes.propagate_placements import propagate_placements
@@ -78,3 +79,20 @@ def test_lower_gives_each_worker_its_nodes_and_keeps_locations():
     assert programs[1].inputs == (0, 1) and programs[1].outputs == (0,)
     assert [node.location for node in program.nodes] == [1, 2]
     torch.testing.assert_close(interpret(verify(program), inputs), interpret(graph, inputs))
+
+
+def test_a_value_check_runs_on_each_shard_without_moves_and_stays_in_the_program():
+    """`check_between` (binary_cross_entropy's probabilities) has no outputs: nothing keeps
+    it alive but its effect, and each worker checks the rows it holds."""
+    probabilities = Value((4, 3), 'float32', Shard(0, (0, 1)))
+    check = Node('check_between', (probabilities,), (),
+                 {'low': 0.0, 'high': 1.0, 'message': 'out of [0, 1]'}, location=5)
+    placed = run_pipeline(Graph((probabilities,), (check,), ()), OPTIONS)
+    programs = lower(placed, OPTIONS)
+    assert sorted(programs) == [0, 1]
+    for worker, program in programs.items():
+        assert [node.op for node in program.graph.nodes] == ['check_between']
+        rows = torch.rand(2, 3)
+        assert interpret(verify(program.graph), [rows]) == []
+        with pytest.raises(RuntimeError, match=r'out of \[0, 1\]'):
+            interpret(program.graph, [rows + 1])

@@ -6,7 +6,7 @@ from ops of the table; see gradients.py) and room for its sharding rule. The row
 in one file per family (creation, elementwise, fused, unary, activations, reductions,
 normalization, batch norm, losses, max pooling, shapes, indexing, linear algebra,
 optimizer steps, communication, aliases, the torch fallback and its gradients, the random
-state) only to keep files
+state, value checks) only to keep files
 short; `OPS` is the one table.
 """
 
@@ -14,6 +14,7 @@ from gt.ir.ops import (
     activations,
     aliases,
     batch_norm,
+    checks,
     communication,
     creation,
     elementwise,
@@ -38,7 +39,7 @@ OPS: dict[str, OpDef] = {}
 for _family in (creation, elementwise, fused, unary, unary_math, activations, reductions,
                 normalization, batch_norm, losses, pooling, shapes, indexing, linalg,
                 optimizer_steps, communication, aliases, torch_calls, torch_call_gradients,
-                random_state):
+                random_state, checks):
     for _row in _family.ROWS:
         assert _row.name not in OPS, f'op {_row.name} defined twice'
         OPS[_row.name] = _row
