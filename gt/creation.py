@@ -157,7 +157,8 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False,
            **placement: Any) -> Tensor:
     """A tensor from nested lists, numbers, numpy arrays or torch tensors, as torch.tensor;
     GT tensors among them (`gt.tensor([loss_a, loss_b])`) are fetched, in one round trip,
-    since torch.tensor copies values and infers the dtype from them."""
+    since torch.tensor copies values and infers the dtype from them. Python integers that
+    require grad (no dtype given) make the default float dtype, where torch raises."""
     _placement_only(placement)
     if isinstance(data, Tensor):
         data = data.data
@@ -172,6 +173,11 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False,
         # Numbers go straight to the dtype asked for, as torch.tensor takes them: by way of
         # float32, 0.1 would reach float64 as 0.10000000149011612.
         source = torch.tensor(data, dtype=wanted)
+        if requires_grad and wanted is None and not source.is_floating_point() \
+                and source.dtype != torch.bool:
+            # `gt.tensor([1, 2, 3], requires_grad=True)`, the seeds' autograd example:
+            # torch refuses integers that require grad, so no torch script says this.
+            source = source.to(torch.get_default_dtype())
     if wanted is not None:
         source = source.to(wanted)
     if source.dtype == torch.bfloat16:  # numpy has no bfloat16: send the raw 16-bit words

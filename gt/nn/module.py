@@ -12,7 +12,7 @@ import torch
 from gt import fallback
 from gt.autograd import no_grad
 from gt.nn import module_hooks, module_state
-from gt.nn.parameter import Buffer, Parameter
+from gt.nn.parameter import Buffer, Parameter, Parameters
 from gt.tensor import Tensor
 
 REGISTRIES = ('_parameters', '_buffers', '_modules')
@@ -113,6 +113,8 @@ class Module:
 
     # ---- registration --------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == '_parameters' and name in self.__dict__ and self._lists_own(value):
+            return  # the seeds' `self._parameters = fc1.parameters() + fc2.parameters()`
         if name in REGISTRIES and name in self.__dict__:
             raise TypeError(f'{name} is where the module registers its own entries (assigning '
                             f'them as attributes does it); a child module\'s are found '
@@ -262,8 +264,17 @@ class Module:
         return self._named_members('_parameters', prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, parameter in self.named_parameters(recurse=recurse):
-            yield parameter
+        return Parameters(
+            parameter for _, parameter in self.named_parameters(recurse=recurse))
+
+    def _lists_own(self, value: Any) -> bool:
+        """Whether `value` is a list or tuple of this module's parameters, all of them
+        found through its children already: the seeds' modules declared theirs so, and
+        assigning it changes nothing."""
+        if not isinstance(value, (list, tuple)) or not value:
+            return False
+        own = {id(parameter) for parameter in self.parameters()}
+        return all(isinstance(item, Parameter) and id(item) in own for item in value)
 
     def named_buffers(self, prefix: str = '', recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:

@@ -1,7 +1,7 @@
 """`Parameter` and `Buffer`: the tensors a Module registers when they are assigned to it,
 as its weights (leaves that require grad) or as its other state, as in torch.nn."""
 
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import torch
 
@@ -59,3 +59,24 @@ def _take_value(target: Tensor, data: Any) -> None:
     wrap(source._id, source._type, source._client, target)
     views.adopt(target, source)  # a detach() is a view: the target is it, in its place
     source._id = None
+
+
+class Parameters:
+    """What `Module.parameters()` returns: an iterator, as torch's generator is, that two
+    of also add up to a list, as the seeds' modules wrote `fc1.parameters() +
+    fc2.parameters()` (their parameters() returned lists)."""
+
+    def __init__(self, items: Iterator) -> None:
+        self.items = items
+
+    def __iter__(self) -> 'Parameters':
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.items)
+
+    def __add__(self, other: Iterable) -> list:
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable) -> list:
+        return [*other, *self]

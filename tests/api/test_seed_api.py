@@ -82,3 +82,43 @@ def test_the_seeds_import_path_of_nn():
     assert_same(model(x), want_model(tx).detach())
     assert_same(nn.mse_loss(model(x), target),
                 torch.nn.functional.mse_loss(want_model(tx), ttarget).detach())
+
+
+def test_the_contributor_guides_autograd_example_as_written(capsys):
+    """Seed 002: integers that require grad (torch refuses them) make floats."""
+    a = gt.tensor([1, 2, 3], requires_grad=True)
+    b = a.relu()
+    loss = b.sum()
+    loss.backward()  # Computes gradients
+    print(a.grad.data.numpy())  # Access gradients
+    assert capsys.readouterr().out == '[1. 1. 1.]\n'
+    assert a.dtype == torch.float32 and gt.tensor([1, 2]).dtype == torch.int64
+    with pytest.raises(RuntimeError, match='only floating point'):
+        gt.tensor([1, 2], dtype=torch.int64, requires_grad=True)
+
+
+def test_the_contributor_guides_module_declaring_its_parameters():
+    """Seed 002's MyModel lists its children's parameters in `self._parameters`, as the
+    seeds' modules did: GT finds them through the children already."""
+    from gt.client import nn
+
+    class MyModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(10, 20)
+            self.fc2 = nn.Linear(20, 1)
+            self._parameters = self.fc1.parameters() + self.fc2.parameters()
+
+        def forward(self, x):
+            x = self.fc1(x).relu()
+            x = self.fc2(x)
+            return x
+
+    model = MyModel()
+    assert list(model.state_dict()) == ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    assert [p for p in model.parameters()] == [*model.fc1.parameters(), *model.fc2.parameters()]
+    loss = nn.mse_loss(model(gt.randn(10)), gt.randn(1))
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
+    with pytest.raises(TypeError, match='registers its own entries'):
+        model._parameters = [nn.Parameter(gt.zeros(1))]  # not the model's: refused as before

@@ -235,11 +235,15 @@ def test_torch_save_and_pickle_write_values_torch_reads_anywhere(tmp_path):
 
 
 def test_assigning_a_registry_names_the_mistake():
-    class Overwrites(nn.Module):
-        def __init__(self):
+    class Declares(nn.Module):
+        def __init__(self, parameters):
             super().__init__()
             self.fc = nn.Linear(2, 2)
-            self._parameters = list(self.fc.parameters())  # an old GT document's spelling
+            self._parameters = parameters(self.fc)
 
-    with pytest.raises(TypeError, match='_parameters is where the module registers'):
-        Overwrites()
+    # The seeds' spelling, its children's own parameters: nothing to assign, and accepted.
+    assert list(Declares(lambda fc: list(fc.parameters())).state_dict()) == [
+        'fc.weight', 'fc.bias']
+    for foreign in (lambda fc: [nn.Parameter(gt.zeros(2))], lambda fc: {}):
+        with pytest.raises(TypeError, match='_parameters is where the module registers'):
+            Declares(foreign)
