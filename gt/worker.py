@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--host', default='localhost', help="the dispatcher's host")
     parser.add_argument('-p', '--port', type=tcp_port, default=12345, help="the dispatcher's port")
     parser.add_argument('--endpoint', help='a ZeroMQ endpoint to connect to instead')
-    parser.add_argument('--backend', choices=['torch', 'numpy'], default='torch',
-                        help='engine that runs ops (default torch)')
+    parser.add_argument('--backend', choices=['torch', 'pytorch', 'numpy'], default='torch',
+                        help='engine that runs ops (default torch; the seeds call it pytorch)')
     parser.add_argument('--device', help='torch device, e.g. cpu or cuda:1 (default: cuda if '
                         'available, else cpu; CUDA_VISIBLE_DEVICES is respected)')
     parser.add_argument('--threads', type=int, help='torch threads for this worker (default: '
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
         keys = curve.client_keys(args.curve_server_key, args.curve_secret)
     except (ValueError, RuntimeError) as error:
         parser.exit(2, f'gt.worker: {error}\n')
+    if args.backend == 'pytorch':
+        args.backend = 'torch'
     if args.token:
         os.environ['GT_TOKEN'] = args.token
     if args.threads is not None:

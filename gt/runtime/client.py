@@ -12,6 +12,7 @@ import os
 import socket as sockets
 import threading
 import time
+import warnings
 
 import msgpack
 import numpy as np
@@ -105,6 +106,7 @@ class Client(DispatcherWaits):
         self.session = welcome.session
         self.workers = welcome.workers
         self.max_message_bytes = welcome.max_message_bytes
+        self.server_writes_log = welcome.writes_log
         diagnostics.verbose('client', f'connected to {endpoint} as session {self.session}; '
                             f'{len(self.workers)} worker(s): ' + ', '.join(
                                 f"{w['index']}: {w['device']} on {w['host']}"
@@ -414,6 +416,11 @@ def connect(address: str, token: str | None = None, weight: float | None = None,
     _client = None
     _client = Client(endpoint_for(address), wait_for_workers=1, token=token, weight=weight,
                      keys=keys)
+    if os.environ.get('GT_INSTRUCTION_LOG') and not _client.server_writes_log:
+        warnings.warn('GT_INSTRUCTION_LOG is read by the server that writes the log, and the '
+                      f'one at {address} writes none: start it with python -m gt.server --log '
+                      'PATH (or with the variable set), or attach python -m gt.scripts.trace '
+                      'to it', stacklevel=2)
     return _client
 
 

@@ -213,7 +213,8 @@ class Dispatcher(WorkerLinks):
             self.sessions[identity] = session
             self.session_numbers[session.number] = session
             self._send(identity, Welcome(session.number, [self._describe(w) for w in live],
-                                         self.limits.max_message_bytes))
+                                         self.limits.max_message_bytes,
+                                         self.monitor.events.lines is not None))
             if self.monitor.on:
                 self.monitor.emit('CONNECT', session.client, 'Hello', session=session.number,
                                  home=f'w{home.index}', weight=session.weight)

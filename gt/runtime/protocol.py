@@ -92,6 +92,7 @@ class Welcome(NamedTuple):
     session: int
     workers: list[dict]
     max_message_bytes: int = 0  # larger messages are refused unread (0: no bound)
+    writes_log: bool = False  # the dispatcher writes an instruction log
 
 
 class Refused(NamedTuple):

@@ -161,7 +161,8 @@ class Worker:
                     and not self.handshake.check(int(NO_SERVER_NOTICE_SECONDS * 1000))):
                 print(f'gt.worker: no GT server has answered at {self.endpoint} in '
                       f'{NO_SERVER_NOTICE_SECONDS:.0f} s; still trying (is python -m gt.server '
-                      'running there?)', file=sys.stderr, flush=True)
+                      f'running there?{_remote_hint(self.endpoint)})', file=sys.stderr,
+                      flush=True)
             self.handshake.wait()
         except ConnectionError as error:
             raise SystemExit(f'gt.worker: {error}') from None
@@ -401,3 +402,10 @@ def _missing(value_id: int) -> Failed:
     return Failed([None, None, 'read', message])
 
 
+def _remote_hint(endpoint: str) -> str:
+    """For a server on another machine: it listens on its own loopback unless told not to."""
+    host = endpoint.rpartition('://')[2].rpartition(':')[0]
+    if endpoint.startswith('tcp://') and host not in ('127.0.0.1', 'localhost', '::1', '[::1]'):
+        return (' A server listens on its own machine only unless started with --host, e.g. '
+                'python -m gt.server --host 0.0.0.0 --token SECRET, with GT_TOKEN=SECRET here')
+    return ''

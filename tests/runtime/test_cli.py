@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from gt_test_support import Cluster, free_port
+from gt_test_support import Cluster, connected, free_port
 
 from gt.runtime.transport import local_socket_path
 
@@ -89,13 +89,18 @@ def test_a_worker_refuses_a_device_it_cannot_run_on(outputs, command, problem):
 
 
 @pytest.mark.time_limit(60)
-def test_a_worker_without_a_server_says_so_and_keeps_trying():
+@pytest.mark.parametrize('host, address', [('localhost', '127.0.0.1'),
+                                           ('192.0.2.1', '192.0.2.1')])  # TEST-NET-1
+def test_a_worker_without_a_server_says_so_and_keeps_trying(host, address):
+    """On another machine, the likely cause is a server listening on its loopback."""
     port = free_port()
-    worker = start('gt.worker', '-p', str(port))
+    worker = start('gt.worker', '--host', host, '-p', str(port))
     try:
         ready, _, _ = select.select([worker.stderr], [], [], 40)
         line = worker.stderr.readline() if ready else 'nothing within 40 s'
-        assert f'no GT server has answered at tcp://127.0.0.1:{port}' in line, line
+        assert f'no GT server has answered at tcp://{address}:{port}' in line, line
+        remote = 'python -m gt.server --host 0.0.0.0 --token SECRET, with GT_TOKEN=SECRET'
+        assert (remote in line) == (host != 'localhost'), line
         assert worker.poll() is None  # still waiting: a server started now would get it
     finally:
         worker.kill()
@@ -121,3 +126,13 @@ def test_server_lifecycle():
         assert not os.path.exists(socket_file)
     finally:
         first.stop()
+
+
+@pytest.mark.time_limit(90)
+def test_the_seeds_pytorch_backend_name_is_torchs(start_cluster):
+    import gt
+
+    cluster = start_cluster(workers=1, backend='pytorch')
+    with connected(cluster.address):
+        assert gt.arange(4).sum().item() == 6
+        assert gt.debug.get_worker_stats()[0]['engine'] == 'torch'

@@ -225,3 +225,24 @@ def test_notes_of_dead_dispatchers_are_removed_when_found(tmp_path, monkeypatch)
             json.dump({**note, 'endpoints': [], 'monitor_port': 1}, file)
     assert [note['pid'] for note in running_dispatchers()] == [os.getpid()]
     assert sorted(os.listdir(folder)) == ['live.json']
+
+
+@pytest.mark.time_limit(60)
+def test_gt_instruction_log_in_a_client_of_a_running_server_that_writes_none_says_so(
+        start_cluster, cluster, tmp_path, monkeypatch):
+    """The variable is the writing server's: set only where the script runs, against a
+    server started without it, it wrote nothing and said nothing."""
+    import warnings
+
+    import gt
+
+    monkeypatch.setenv('GT_INSTRUCTION_LOG', str(tmp_path / 'ops.log'))
+    with pytest.warns(UserWarning, match=r'GT_INSTRUCTION_LOG is read by the server .* '
+                                         r'writes none: start it with python -m gt.server --log'):
+        with connected(cluster.address):
+            assert gt.ones(2).sum().item() == 2.0
+    logging = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(tmp_path / 'its.log')})
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        with connected(logging.address):
+            assert gt.ones(2).sum().item() == 2.0
