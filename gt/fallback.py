@@ -55,9 +55,9 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
     row) is `x.f(...)`: torch's functions and methods share their signatures."""
     torch_functions.resolve(name)
     kwargs = {k: v for k, v in kwargs.items() if k not in IGNORED_KEYWORDS}
-    if kwargs.get('out') is not None:
-        raise TypeError(f'{name}: GT tensors are values; out= is not supported, use the result')
-    kwargs.pop('out', None)
+    out = kwargs.pop('out', None)
+    if out is not None:
+        return written_out(recorded_call(name, args, kwargs), out, name)
     namespace_name, _, attribute = name.rpartition('.')
     if namespace_name == 'torch' and args and isinstance(args[0], Tensor):
         own = _own_method(attribute)
@@ -362,3 +362,18 @@ def _native(name: str) -> Any:
         return module.__dict__[attribute]
     return None
 
+
+def written_out(result: Any, out: Any, name: str) -> Any:
+    """torch's `out=`: the result copied into `out` (a GT tensor of its shape and dtype,
+    as the tensors tutorial's `torch.matmul(t, t.T, out=y3)` gives), which is returned."""
+    if not isinstance(out, Tensor) or not isinstance(result, Tensor):
+        raise TypeError(f'{name}: out= takes one GT tensor, for a function returning one; '
+                        f'got {type(out).__name__}')
+    if out.shape != result.shape:
+        raise RuntimeError(f'{name}: out= has shape {list(out.shape)}, and the result '
+                           f'{list(result.shape)}; GT does not resize it, as torch would: '
+                           'give one of the result\'s shape, or use the result')
+    if out.dtype != result.dtype:
+        raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the desired "
+                           f'output type {out.dtype}')
+    return out.copy_(result)

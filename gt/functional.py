@@ -3,13 +3,16 @@ function forms of Tensor methods."""
 
 from typing import Any
 
-from gt.fallback import call
+from gt.fallback import call, written_out
 from gt.numpy_names import numpy_names
 from gt.tensor import Tensor, apply, as_tensor
 
 
 @numpy_names
 def cat(tensors: list[Tensor], dim: int = 0) -> Tensor:
+    if isinstance(tensors, Tensor):  # cat(a, b): the list forgotten
+        raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        'Tensor')
     return apply('cat', [as_tensor(t) for t in tensors], dim=dim)
 
 
@@ -31,7 +34,8 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     return apply('where', [condition, as_tensor(input, like), as_tensor(other, like)])
 
 
-def matmul(a: Tensor, b: Tensor) -> Tensor: return a @ b
+def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None) -> Tensor:
+    return a @ b if out is None else written_out(a @ b, out, 'matmul')
 def maximum(a: Tensor, b: Tensor) -> Tensor: return a.maximum(b)
 def minimum(a: Tensor, b: Tensor) -> Tensor: return a.minimum(b)
 def relu(x: Tensor) -> Tensor: return x.relu()

@@ -30,7 +30,9 @@ class ValueMethods:
     def _value(self) -> torch.Tensor:
         return self._client.fetch([self._id])[0]
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A copy: the values live on the workers (torch's shares memory; `force` is
+        accepted, as every GT tensor's values come back detached and on the host)."""
         return self._value().numpy()
 
     def item(self) -> Any:

@@ -7,3 +7,8 @@ class InvalidOpError(RuntimeError, ValueError):
     ported `except RuntimeError` still catches it; and a ValueError, what GT's type rules
     raise, so the dispatcher (which re-derives every type) and older callers see what they
     always did."""
+
+
+class DimOutOfRangeError(InvalidOpError, IndexError):
+    """A dim outside [-ndim, ndim): an IndexError too, as torch raises it, so a ported
+    `except IndexError` still catches it."""

@@ -6,7 +6,7 @@ raises them at the user's line.
 
 from gt.ir.dtypes import DIMENSIONED, DTYPES, FLOATING, ZERO_DIM, result_type
 from gt.ir.graph import TensorType
-from gt.ir.invalid_op import InvalidOpError
+from gt.ir.invalid_op import DimOutOfRangeError, InvalidOpError
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -35,9 +35,8 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise ValueError(f'{op}: dim must be an int, got {dim!r}')
     if not -bound <= dim < bound:
-        raise ValueError(
-            f'{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s)'
-        )
+        raise DimOutOfRangeError(f'{op}: Dimension out of range (expected to be in range of '
+                                 f'[{-bound}, {bound - 1}], but got {dim})')
     return dim % bound
 
 

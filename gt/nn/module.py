@@ -210,6 +210,8 @@ class Module:
         self._parameters[name] = parameter
 
     def add_module(self, name: str, module: 'Module | None') -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f'{type(module).__name__} is not a Module subclass')
         self._forget(name, keep='_modules')
         self._modules[name] = module
 

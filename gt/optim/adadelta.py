@@ -17,7 +17,7 @@ from gt.optim.optimizer import (
 
 class Adadelta(Optimizer):
     def __init__(self, params: Iterable, lr: float = 1.0, rho: float = 0.9,
-                 eps: float = 1e-6, weight_decay: float = 0.0,
+                 eps: float = 1e-6, weight_decay: float = 0,
                  foreach: bool | None = None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False) -> None:
         check_hyperparameters('Adadelta', lr=lr, eps=eps, weight_decay=weight_decay)

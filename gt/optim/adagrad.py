@@ -17,8 +17,8 @@ from gt.optim.optimizer import (
 
 
 class Adagrad(Optimizer):
-    def __init__(self, params: Iterable, lr: float = 1e-2, lr_decay: float = 0.0,
-                 weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
+    def __init__(self, params: Iterable, lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
         check_hyperparameters('Adagrad', lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,

@@ -19,7 +19,7 @@ from gt.optim.optimizer import (
 class Adamax(Optimizer):
     def __init__(self, params: Iterable, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
         check_hyperparameters('Adamax', lr=lr, eps=eps, weight_decay=weight_decay)

@@ -23,7 +23,7 @@ class ASGD(Optimizer):
     number_state = ('step', 'eta', 'mu')
 
     def __init__(self, params: Iterable, lr: float = 1e-2, lambd: float = 1e-4,
-                 alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0.0,
+                 alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
         check_hyperparameters('ASGD', lr=lr, weight_decay=weight_decay)

@@ -18,7 +18,7 @@ from gt.optim.optimizer import (
 
 class RMSprop(Optimizer):
     def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99,
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
                  centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:

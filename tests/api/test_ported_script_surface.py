@@ -161,3 +161,24 @@ def test_an_optimizer_made_before_a_lazy_layers_first_call_trains_it():
     wide = gt.nn.LazyLinear(2, dtype=gt.float64, device='cuda')
     wide(gt.ones(3, 5, dtype=gt.float64))
     assert wide.weight.dtype == wide.bias.dtype == torch.float64
+
+
+@pytest.mark.parametrize('mistake', [
+    lambda lib: lib.nn.Sequential([lib.nn.Linear(1, 1)]),  # a list, not *list
+    lambda lib: lib.nn.ModuleList([3]),
+    lambda lib: lib.cat(lib.ones(2), lib.ones(2)),  # the list forgotten
+], ids=['Sequential of a list', 'ModuleList of an int', 'cat of two tensors'])
+def test_tutorial_slips_raise_torchs_type_error_at_the_line(mistake):
+    with pytest.raises(TypeError) as theirs:
+        mistake(torch)
+    with pytest.raises(TypeError) as mine:
+        mistake(gt)
+    assert str(mine.value) == str(theirs.value)
+
+
+def test_optimizers_print_torchs_defaults_and_numpy_takes_force():
+    for name in ('SGD', 'Adam', 'RMSprop', 'Adagrad', 'ASGD'):
+        mine = getattr(gt.optim, name)([gt.nn.Parameter(gt.ones(1))], lr=0.1)
+        theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+        assert repr(mine) == repr(theirs)  # 'momentum: 0', not 0.0
+    assert gt.ones(2).numpy(force=True).tolist() == torch.ones(2).numpy(force=True).tolist()

@@ -177,7 +177,9 @@ def test_draws_from_a_torch_generator_are_torchs_and_advance_it():
     (lambda x: gt.no_such_function(x), AttributeError, 'no_such_function'),
     (lambda x: x.no_such_method(), AttributeError, 'no_such_method'),
     (lambda x: x.storage(), AttributeError, 'storage'),
-    (lambda x: gt.sin(x, out=x), TypeError, 'out= is not supported'),
+    (lambda x: gt.sin(x, out=gt.zeros(2)), RuntimeError, 'GT does not resize it'),
+    (lambda x: gt.add(x, x, out=gt.zeros(3, 4, dtype=gt.int64)), RuntimeError,
+     "torch.add: result type torch.float32 can't be cast to the desired output type"),
     (lambda x: gt.randint(0, 3, (2,), generator=7), TypeError, 'torch.Generator'),
     (lambda x: x.requires_grad_().normal_(generator=torch.Generator()), NotImplementedError,
      'no gradient for a draw'),
@@ -223,3 +225,17 @@ def test_fallback_ops_run_on_sharded_inputs(four):
     torch.testing.assert_close(values[0], torch.cumsum(tx, dim=1))
     torch.testing.assert_close(values[1], tx.topk(3, dim=0).values)
     torch.testing.assert_close(values[2], tx[tx > 2.5])
+
+
+def test_out_writes_the_result_into_the_given_tensor_as_torchs_tutorial_does():
+    x, tx = pair(array((3, 4)))
+    y, ty = gt.rand_like(x @ x.T), torch.rand_like(tx @ tx.T)
+    assert gt.matmul(x, x.T, out=y) is y
+    torch.matmul(tx, tx.T, out=ty)
+    z, tz = gt.rand_like(x), torch.rand_like(tx)
+    assert gt.mul(x, x, out=z) is z
+    torch.mul(tx, tx, out=tz)
+    assert gt.sin(x, out=x) is x  # in place, as torch allows
+    torch.sin(tx, out=tx)
+    for mine, theirs in ((y, ty), (z, tz), (x, tx)):
+        assert_same(mine, theirs)
