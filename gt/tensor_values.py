@@ -69,11 +69,21 @@ class ValueMethods:
     def __repr__(self) -> str:
         text = repr(self._value())
         if self.grad_fn is not None:
-            return f'{text[:-1]}, grad_fn=<{self.grad_fn.name()}>)'
+            return _with_suffix(text, f'grad_fn=<{self.grad_fn.name()}>')
         if self.requires_grad:
-            return f'{text[:-1]}, requires_grad=True)'
+            return _with_suffix(text, 'requires_grad=True')
         return text
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype)
+
+
+def _with_suffix(text: str, suffix: str) -> str:
+    """torch's repr `text` with one more suffix before its closing parenthesis, on a line
+    of its own (under `tensor(`) where the last line would pass torch's print width."""
+    body = text[:-1]
+    last_line = len(body) - body.rfind('\n') + 1  # as torch counts it
+    if last_line + len(suffix) + 2 > torch._tensor_str.PRINT_OPTS.linewidth:
+        return f'{body},\n{" " * len("tensor(")}{suffix})'
+    return f'{body}, {suffix})'

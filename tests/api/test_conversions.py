@@ -210,3 +210,15 @@ def test_numpy_scalars_are_numbers_as_in_torch():
     got, want = numpy_scalar_uses(gt), numpy_scalar_uses(torch)
     assert got[0] == 'Tensor' and want[0] == 'Tensor'
     assert got[1:] == want[1:]
+
+
+@pytest.mark.parametrize('make', [
+    lambda lib: lib.linspace(0, 1, 12).reshape(2, 6),  # grad_fn on a line of its own
+    lambda lib: lib.tensor([1.5, 2.5]),
+    lambda lib: lib.linspace(0, 1, 20).reshape(1, 20),
+    lambda lib: lib.linspace(0, 1, 6).double(),  # after torch's dtype suffix
+], ids=['wrapped', 'short', 'long rows', 'float64'])
+def test_repr_of_grad_tensors_wraps_its_suffix_as_torchs(make):
+    leaf, torch_leaf = make(gt).requires_grad_(), make(torch).requires_grad_()
+    assert repr(leaf) == repr(torch_leaf)
+    assert repr(leaf * 3) == repr(torch_leaf * 3)
