@@ -108,10 +108,16 @@ def load_trace(paths: list[str]) -> Trace:
     lanes: dict[str, Lane] = {}
     events, runs, fetches = [], [], []
     flows = itertools.count()
+    lines = 0
     for path in files:
         with open(path, errors='replace') as file:
-            parsed = [event for event in map(parse_line, file) if event is not None]
+            text = file.read().splitlines()
+        lines += sum(bool(line.strip()) for line in text)
+        parsed = [event for event in map(parse_line, text) if event is not None]
         link(parsed, lanes, flows, events, runs, fetches)
+    if not lines:
+        raise SystemExit(f'visualize: {", ".join(files)} is empty: nothing was logged (a '
+                         'trace of an idle server, or a run that recorded nothing)')
     if not events and not runs:
         raise SystemExit(f'visualize: no instruction-log events in {", ".join(files)} (is it '
                          'a GT_INSTRUCTION_LOG file, with lines like "[TAPE 0.003s] RECV ..."?)')

@@ -128,15 +128,18 @@ def test_a_window_over_a_glob_of_logs(run_log, tmp_path):
 
 
 def test_missing_and_empty_logs_say_so(tmp_path):
-    empty = tmp_path / 'empty.log'
-    empty.write_text('not a log line\n')
-    both = [start_visualize(str(log), '--output', str(tmp_path / 'x.png'))
-            for log in (tmp_path / 'nowhere.log', empty)]  # at once: each imports torch
-    missing, result = map(finish, both)
+    other = tmp_path / 'other.log'
+    other.write_text('not a log line\n')
+    empty = tmp_path / 'empty.log'  # a trace of an idle server
+    empty.write_text('')
+    started = [start_visualize(str(log), '--output', str(tmp_path / 'x.png'))
+               for log in (tmp_path / 'nowhere.log', other, empty)]  # at once: each imports torch
+    missing, result, idle = map(finish, started)
     assert missing.returncode != 0
     assert 'no such log file' in missing.stderr and 'Traceback' not in missing.stderr
     assert result.returncode != 0 and 'Traceback' not in result.stderr
-    assert 'no instruction-log events' in result.stderr and str(empty) in result.stderr
+    assert 'no instruction-log events' in result.stderr and str(other) in result.stderr
+    assert idle.returncode != 0 and f'{empty} is empty: nothing was logged' in idle.stderr
     assert not (tmp_path / 'x.png').exists()
 
 
