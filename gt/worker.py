@@ -42,15 +42,13 @@ def main(argv: list[str] | None = None) -> None:
         keys = curve.client_keys(args.curve_server_key, args.curve_secret)
     except (ValueError, RuntimeError) as error:
         parser.exit(2, f'gt.worker: {error}\n')
-    if args.backend == 'pytorch':
-        args.backend = 'torch'
     if args.token:
         os.environ['GT_TOKEN'] = args.token
     if args.threads is not None:
         if args.threads < 1:
             parser.error(f'--threads must be at least 1, got {args.threads}')
         os.environ['GT_WORKER_THREADS'] = str(args.threads)
-    if args.device is not None and args.backend == 'torch':
+    if args.device is not None and args.backend in ('torch', 'pytorch'):
         from gt.runtime.engines import device_problem
 
         problem = device_problem(args.device)

@@ -204,7 +204,7 @@ def _numpy_literal(value: Any, dtype: str, device: Any) -> np.ndarray:
 
 
 def make_engine(name: str, device: str | None = None) -> TorchEngine | NumpyEngine:
-    if name == 'torch':
+    if name in ('torch', 'pytorch'):  # the seeds call it pytorch
         return TorchEngine(device)
     if name == 'numpy':
         return NumpyEngine()

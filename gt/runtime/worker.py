@@ -47,12 +47,12 @@ NO_SERVER_NOTICE_SECONDS = 5.0  # silence after registering before the worker sa
 
 
 class Worker:
-    def __init__(self, endpoint: str, engine: str = 'torch', device: str | None = None,
+    def __init__(self, endpoint: str, backend: str = 'torch', device: str | None = None,
                  keys: Keys | None = None, say_if_unanswered: bool = True):
         self.endpoint = endpoint
         # A worker of a local server starts beside its dispatcher: a slow start is no news.
         self.say_if_unanswered = say_if_unanswered
-        self.engine = make_engine(engine, device)
+        self.engine = make_engine(backend, device)  # the seeds' Worker(backend='numpy')
         name = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'
         self.identity = name.encode()
         self.keys = keys  # CURVE: for the dispatcher, and its peer socket's own
