@@ -2,12 +2,13 @@
 what they compute (a GPU worker's Inductor compiles in its thread: gt.runtime.compiler).
 
 A package's name is a hash of the region (ops, slots, attrs), its inputs' shapes,
-strides, dtypes and devices, and the torch version, so every worker on this machine and
-every restart finds what any of them built: two users running the same model pay for one
-compile. Packages live in `$TORCHINDUCTOR_CACHE_DIR/gt_aoti` (Inductor's own default
-directory when the variable is unset). Building one takes seconds to tens of seconds; it
-runs in the compile helper process (gt.runtime.compile_helper), never in a worker's
-thread, so the worker's loop keeps the interpreter lock. Loading one takes milliseconds.
+strides, dtypes and devices, the torch version and GT's op code (`_op_code`), so every
+worker on this machine and every restart finds what any of them built: two users running
+the same model pay for one compile. Packages live in `$TORCHINDUCTOR_CACHE_DIR/gt_aoti`
+(Inductor's own default directory when the variable is unset). Building one takes
+seconds to tens of seconds; it runs in the compile helper process
+(gt.runtime.compile_helper), never in a worker's thread, so the worker's loop keeps the
+interpreter lock. Loading one takes milliseconds.
 
 A worker never imports torch._inductor: that import takes 1-2 s of Python (Dynamo,
 sympy, the distributed packages), which in a worker's thread holds the interpreter lock
@@ -21,6 +22,7 @@ worker and every session's tensors on it.
 """
 
 import fcntl
+import functools
 import getpass
 import hashlib
 import os
@@ -56,9 +58,21 @@ def cache_dir() -> Path:
 
 
 def package_path(wire: list, specs: list) -> Path:
-    key = msgpack.packb([FORMAT, torch.__version__, platform.machine(), wire, specs],
-                        use_bin_type=True)
+    key = msgpack.packb([FORMAT, torch.__version__, platform.machine(), _op_code(), wire,
+                         specs], use_bin_type=True)
     return cache_dir() / f'{hashlib.sha256(key).hexdigest()[:32]}.pt2'
+
+
+@functools.cache
+def _op_code() -> str:
+    """A digest of the code a region's ops run (the op table and what builds the graph):
+    an op's name and attrs say what it means only for one version of GT, and a package
+    built by an older one (a fixed op) must not be loaded by a newer one."""
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in sorted((here.parent / 'ir').rglob('*.py')) + [here / 'graph_module.py']:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def build(wire: list, specs: list, path: str) -> float:
@@ -87,8 +101,19 @@ def _export_compile_and_try(wire: list, specs: list, partial: Path) -> None:
                                    strict=False)
     torch._inductor.aoti_compile_and_package(exported, package_path=str(partial))
     del exported  # it keeps its example inputs
-    with torch.inference_mode():  # as the worker will call it
-        load(partial, specs)(*graph_module.example_inputs(specs))
+    try_on_zeros(load(partial, specs), specs)
+
+
+def try_on_zeros(package: Any, specs: list) -> None:
+    """Call `package` once on zeros of the inputs' layouts, as the worker will call it.
+    What this checks is that the call does not end the process; an error the values
+    raise (zeros divide an integer by 0, make a matrix singular) says nothing of the
+    package, which the worker's real inputs may run well."""
+    with torch.inference_mode():
+        try:
+            package(*graph_module.example_inputs(specs))
+        except RuntimeError:
+            pass
 
 
 def partial_path(path: str, builder: int) -> Path:

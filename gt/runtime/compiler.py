@@ -200,10 +200,9 @@ class Compiler:
             if not path.exists():
                 self.helper.build(wire, specs, str(path))
             loaded = aot_package.load(path, specs)
-            with torch.inference_mode():
-                # A package's first call sets itself up (a millisecond or more, measured):
-                # here, on zeros, rather than in a step of the worker's loop.
-                loaded(*graph_module.example_inputs(specs))
+            # A package's first call sets itself up (a millisecond or more, measured):
+            # here, on zeros, rather than in a step of the worker's loop.
+            aot_package.try_on_zeros(loaded, specs)
             return loaded
         if backend == 'cudagraphs' and not any(
                 isinstance(value, torch.Tensor) and value.is_cuda for value in examples):

@@ -531,3 +531,23 @@ def test_the_compile_demo_runs_and_matches_torch():
     assert 'every loss matches PyTorch' in result.stdout
     compiled = re.search(r'compiled (\d+) programs', result.stdout)
     assert compiled and int(compiled.group(1)) >= 1, result.stdout
+
+
+def test_a_packages_trial_on_zeros_tolerates_what_zeros_raise():
+    """The trial checks that a package's call does not end the process: `x % n` with n
+    a number (a 0 there) or an inverse (of a zero matrix) raise on zeros, and such a
+    package is kept (it failed to compile for good before)."""
+    specs = [[[2, 2], [2, 1], 'float32', 'cpu']]
+    aot_package.try_on_zeros(lambda x: torch.linalg.inv(x), specs)
+    aot_package.try_on_zeros(lambda x: torch.ones(2, dtype=torch.int64) % x.long(), specs)
+    with pytest.raises(TypeError):  # not an error of the values: the package is wrong
+        aot_package.try_on_zeros(lambda x, y: x, specs)
+
+
+def test_a_package_is_keyed_by_gts_op_code_too(monkeypatch):
+    """A package built before an op's code changed (a GT upgrade) is not the one found."""
+    wire, specs = [[['relu', [0], {}, [1]]], [0], [1], 'cpu'], [[[2], [1], 'float32', 'cpu']]
+    before = aot_package.package_path(wire, specs)
+    assert aot_package.package_path(wire, specs) == before
+    monkeypatch.setattr(aot_package, '_op_code', lambda: 'another version')
+    assert aot_package.package_path(wire, specs) != before
