@@ -100,10 +100,17 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, **placement
     if (end - start) * step < 0:
         raise ValueError(f'arange: upper bound {end} and lower bound {start} are inconsistent '
                          f'with step sign {step}')
-    count = int(np.ceil((end - start) / step))
     if dtype is None:
         dtype = torch.float32 if any(isinstance(v, float) for v in (start, end, step)) \
             else torch.int64
+    bounds = start, end, step
+    if _dtype(dtype) == 'int64':
+        # torch counts an int64 range in int64: each bound truncated first, so
+        # arange(0, 5, 1.5) has 5 elements (step 1), where int32's, counted in double, has 4.
+        bounds = tuple(int(v) for v in bounds)
+        if bounds[2] == 0:
+            raise ValueError('step must be nonzero')
+    count = max(0, int(np.ceil((bounds[1] - bounds[0]) / bounds[2])))
     return creation('arange', (count,), _dtype(dtype), requires_grad, start=start, step=step)
 
 

@@ -255,3 +255,13 @@ def test_tensor_of_gt_tensors_takes_their_values_as_torch_tensor_does():
 def test_complex_data_is_refused_naming_the_dtype(data):
     with pytest.raises(TypeError, match='dtype torch.complex.*which GT has not'):
         gt.tensor(data)
+
+
+@pytest.mark.parametrize('args', [(0, 5, 1.5), (-5, 5, 2.5), (0.7, 5.2, 1.2), (5, 0, -1.5),
+                                  (1, 10, 2.9)], ids=repr)
+@pytest.mark.parametrize('dtype', [gt.int64, gt.int32], ids=str)
+def test_an_integer_arange_of_fractional_bounds_has_torchs_length(args, dtype):
+    """torch counts an int64 range on truncated bounds, an int32 one in double."""
+    assert_same(gt.arange(*args, dtype=dtype), torch.arange(*args, dtype=dtype))
+    with pytest.raises(ValueError, match='step must be nonzero'):  # 0.5 truncates to 0
+        gt.arange(0, 5, 0.5, dtype=gt.int64)

@@ -239,3 +239,17 @@ def test_out_writes_the_result_into_the_given_tensor_as_torchs_tutorial_does():
     torch.sin(tx, out=tx)
     for mine, theirs in ((y, ty), (z, tz), (x, tx)):
         assert_same(mine, theirs)
+
+
+@pytest.mark.parametrize('draw', [
+    lambda lib, x: lib.native_dropout(x, 0.5, True)[0],
+    lambda lib, x: lib.dropout_(x, 0.5, True),
+    lambda lib, x: lib.feature_alpha_dropout_(x, 0.5, True),
+], ids=['native_dropout', 'dropout_', 'feature_alpha_dropout_'])
+def test_dropouts_by_name_draw_from_the_session_as_torchs_from_its_seed(draw):
+    """They are random: manual_seed repeats them, as torch's, and they stay eager."""
+    results = []
+    for lib in (gt, torch):
+        lib.manual_seed(3)
+        results.append(draw(lib, lib.ones(4, 6)))
+    assert_same(*results)
