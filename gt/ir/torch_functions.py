@@ -85,6 +85,17 @@ RANDOM = frozenset({
     'torch.nn.functional.fractional_max_pool3d_with_indices',
 })
 
+# Those of RANDOM that take `generator=`: they draw from the session's generator given
+# so, the same numbers as torch's default generator in its state gives (checked), without
+# lending it that global state (gt/ir/ops/torch_calls.py, `_drawing_from`).
+TAKES_GENERATOR = frozenset({
+    'torch.rand', 'torch.randn', 'torch.randint', 'torch.randperm', 'torch.normal',
+    'torch.bernoulli', 'torch.multinomial', 'torch.poisson', 'torch.binomial',
+    'torch._standard_gamma', 'torch._sample_dirichlet', 'torch.rand_like',
+    'torch.randn_like', 'torch.randint_like', 'Tensor.random_', 'Tensor.uniform_',
+    'Tensor.normal_', 'Tensor.bernoulli', 'Tensor.bernoulli_', 'Tensor.exponential_',
+    'Tensor.geometric_', 'Tensor.cauchy_', 'Tensor.log_normal_', 'Tensor.multinomial'})
+
 _resolved: dict[str, Callable] = {}
 
 

@@ -298,13 +298,21 @@ def numpy_row(torch_row):
 
 
 # ---- torch_random and torch_factory --------------------------------------------------------
+def _torch_generator(generator: Any) -> torch.Generator:
+    """The session's generator; the numpy engine's lends a torch generator its draw."""
+    if isinstance(generator, np.random.Generator):
+        return torch.Generator().manual_seed(int(generator.integers(2 ** 62)))
+    return generator
+
+
 @contextlib.contextmanager
 def _drawing_from(generator: Any):
     """torch's default generator on the session generator's device takes its state for
-    the call, so functions without a `generator=` argument (dropout) draw from it too."""
-    if isinstance(generator, np.random.Generator):  # the numpy engine: a torch generator
-        seeded = torch.Generator().manual_seed(int(generator.integers(2 ** 62)))
-        generator = seeded
+    the call, so functions without a `generator=` argument (dropout) draw from it too.
+    Global state: Dynamo saves and restores it around each compile, so a draw during a
+    compile in the worker's compile thread could lose its state (those that can take
+    `generator=` are given it instead: `_torch_random`)."""
+    generator = _torch_generator(generator)
     if generator.device.type == 'cuda':
         default = torch.cuda.default_generators[generator.device.index or 0]
     else:
@@ -326,6 +334,9 @@ def _random_type(types, fn, args, kwargs):
 
 def _torch_random(ctx, *tensors, fn, args, kwargs):
     device = {} if tensors else {'device': ctx.device or 'cpu'}
+    if fn in torch_functions.TAKES_GENERATOR:
+        given = dict(kwargs, **device, generator=_torch_generator(ctx.generator))
+        return _outputs(_named_errors(fn, list(tensors), args, given), None)
     with _drawing_from(ctx.generator):
         return _outputs(_named_errors(fn, list(tensors), args, dict(kwargs, **device)), None)
 
