@@ -15,7 +15,8 @@ sympy, the distributed packages), which in a worker's thread holds the interpret
 away from the programs it runs (measured: an MLP step of 7 ms took 20-35 ms for a second).
 So the worker finds the cache directory itself and loads packages with torch's C++ loader.
 
-A package is run once in the helper before it is published: a package that crashes the
+A package is run once in the helper before it is published (an error its zero inputs
+raise does not count against it: `try_on_zeros`): a package that crashes the
 process running it (seen on CUDA, where torch 2.11's AOTInductor killed the worker with
 SIGSEGV) then ends the helper, and the worker's region stays eager, instead of ending the
 worker and every session's tensors on it.
