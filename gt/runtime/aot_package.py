@@ -40,8 +40,6 @@ from torch.utils import _pytree as pytree
 
 from gt.runtime import graph_module
 
-FORMAT = 1  # bump when the wire form of regions changes meaning
-
 
 def cache_dir() -> Path:
     """`gt_aoti` in Inductor's cache directory: TORCHINDUCTOR_CACHE_DIR, or where Inductor
@@ -59,19 +57,21 @@ def cache_dir() -> Path:
 
 
 def package_path(wire: list, specs: list) -> Path:
-    key = msgpack.packb([FORMAT, torch.__version__, platform.machine(), _op_code(), wire,
-                         specs], use_bin_type=True)
+    key = msgpack.packb([torch.__version__, platform.machine(), _op_code(), wire, specs],
+                        use_bin_type=True)
     return cache_dir() / f'{hashlib.sha256(key).hexdigest()[:32]}.pt2'
 
 
 @functools.cache
 def _op_code() -> str:
-    """A digest of the code a region's ops run (the op table and what builds the graph):
-    an op's name and attrs say what it means only for one version of GT, and a package
-    built by an older one (a fixed op) must not be loaded by a newer one."""
+    """A digest of the code a region's ops run and of the packages' form (the op table,
+    what builds the graph from the wire, and this module): an op's name and attrs say
+    what it means only for one version of GT, and a package built by an older one (a
+    fixed op) must not be loaded by a newer one."""
     digest = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for path in sorted((here.parent / 'ir').rglob('*.py')) + [here / 'graph_module.py']:
+    for path in sorted((here.parent / 'ir').rglob('*.py')) + [here / 'graph_module.py',
+                                                               here / 'aot_package.py']:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
