@@ -107,7 +107,12 @@ from gt.random import initial_seed, seed
 from gt.runtime.client import connect as _connect
 from gt.runtime.client import current as _current
 from gt.runtime.client import set_auto_workers as gpu_workers
-from gt.runtime.session_errors import ClosedSessionError, OutOfMemoryError, WorkerError
+from gt.runtime.session_errors import (
+    ClosedSessionError,
+    CompileWarning,
+    OutOfMemoryError,
+    WorkerError,
+)
 from gt.serialization import load, save
 from gt.tensor import Tensor
 from gt.tensor_device import device
@@ -207,7 +212,7 @@ __all__ = [
     'full_like', 'manual_seed', 'get_rng_state', 'set_rng_state', 'seed', 'initial_seed',
     'random', 'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad',
     'set_grad_enabled', 'is_grad_enabled', 'is_inference_mode_enabled', 'signal', 'debug',
-    'WorkerError',
+    'WorkerError', 'CompileWarning',
     'ClosedSessionError', 'OutOfMemoryError', 'InvalidOpError', 'linalg', 'special', 'fft',
     'utils', 'cat', 'stack', 'where', 'matmul', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt',
     'abs', 'clamp', 'maximum', 'minimum', 'sum', 'mean', 'softmax', 'argmax', 'argmin', 'nn',

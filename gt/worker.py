@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="this worker's CURVE key pair, a .key_secret file (default: "
                         '$GT_CURVE_SECRET, else one made in memory)')
     parser.add_argument('--exit-with-parent', type=int, help=argparse.SUPPRESS)
+    # Started by a script's local server (gt.runtime.launcher): its stderr is the script's.
+    parser.add_argument('--auto-started', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         keys = curve.client_keys(args.curve_server_key, args.curve_secret)
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     from gt.runtime.worker import Worker
 
     worker = Worker(endpoint, args.backend, args.device, keys,
-                    say_if_unanswered=not args.exit_with_parent)
+                    say_if_unanswered=not args.exit_with_parent, auto_started=args.auto_started)
     greeting = f'gt.worker: {worker.engine.describe()} connected to {endpoint}'
     serve_until_stopped(worker.serve_forever, greeting)
 

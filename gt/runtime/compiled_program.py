@@ -19,7 +19,7 @@ import torch
 
 from gt.ir import OPS
 from gt.runtime.codegen import Step, generate
-from gt.runtime.compiler import Compiler
+from gt.runtime.compiler import Compiler, failure_warning
 from gt.runtime.regions import Region, partition
 
 MAX_LAYOUTS = 4
@@ -62,11 +62,17 @@ class CompiledProgram:
                 return None, False
             layout = self.layouts[key] = _Layout(session)
         if layout.driver is not None:
+            if layout.failure is not None:  # a session sharing it hears of it too
+                self.compiler.tell(session, layout.failure)
             return layout.driver, layout.compiled
         if layout.futures is None:
             return self._probe(layout), False
         if all(future.done() for future in layout.futures.values()):
             layout.compiled = any(not f.exception() for f in layout.futures.values())
+            failed = [(layout.futures[id(region)].exception(), region) for region in self.order
+                      if isinstance(region, Region) and layout.futures[id(region)].exception()]
+            if failed:
+                layout.failure = failure_warning(*failed[0], self.backend)
             layout.driver = self._driver(layout)
             self.compiler.used(layout)
             self.compiler.programs_compiled += layout.compiled
@@ -96,9 +102,9 @@ class CompiledProgram:
 
         def probe(inputs: list, context: Any) -> list:
             results = driver(inputs, context)
-            layout.futures = {id(region): self.compiler.submit(self.steps, region,
-                                                               examples[id(region)], self.backend)
-                              for region in self.order if isinstance(region, Region)}
+            layout.futures = {id(region): self.compiler.submit(
+                self.steps, region, examples[id(region)], self.backend, layout.session)
+                for region in self.order if isinstance(region, Region)}
             self.compiler.watch(layout, list(layout.futures.values()))
             return results
         return probe
@@ -121,13 +127,14 @@ class CompiledProgram:
 
 
 class _Layout:
-    __slots__ = ('session', 'futures', 'driver', 'compiled', '__weakref__')
+    __slots__ = ('session', 'futures', 'driver', 'compiled', 'failure', '__weakref__')
 
     def __init__(self, session: int) -> None:
         self.session = session  # whose run started its compile
         self.futures: dict | None = None  # region id -> Future of its compiled callable
         self.driver: Callable | None = None
         self.compiled = False  # whether any region of the driver is compiled
+        self.failure: str | None = None  # the warning of its first region that failed
 
 
 def _eager(steps: list[Step], region: Region, device: str) -> Callable:

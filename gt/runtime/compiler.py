@@ -16,8 +16,11 @@ leave every GPU region eager. In the thread, the compile shares the interpreter 
 worker's loop, which runs on eagerly meanwhile; the lock changes hands more often while
 it compiles (`_prompt_interpreter_handoffs`).
 
-A compile that fails leaves its region eager: the first failure on a worker prints one
-warning to stderr; `GT_DEBUG_COMPILE=1` prints every compile and every failure in full.
+A compile that fails leaves its region eager, with one warning: a `gt.CompileWarning` to
+each session whose program failed to compile (at its next fetch from this worker: the
+user may be on another machine), and one line on the worker's stderr for its operator
+(but for an auto-started worker, whose stderr is its script's: the user would read it
+twice). `GT_DEBUG_COMPILE=1` prints every compile and every failure in full there.
 
 Compiling is bounded by what comes back. A loop over changing shapes (a sequence growing
 by one a step) makes a new program, or a new layout of one, at every length: each is hot
@@ -62,7 +65,7 @@ def debugging() -> bool:
 
 
 class Compiler:
-    def __init__(self, device: Any = 'cpu') -> None:
+    def __init__(self, device: Any = 'cpu', warns_operator: bool = True) -> None:
         self.device = str(torch.device(device))  # where regions make their created tensors
         self.packages = torch.device(device).type == 'cpu'  # Inductor as packages (above)
         self.requests: queue.SimpleQueue = queue.SimpleQueue()
@@ -75,7 +78,10 @@ class Compiler:
         self.seconds = 0.0
         self.programs_compiled = 0  # program layouts that switched to compiled regions
         self.compiled_runs = 0  # runs that used them
+        self.warns_operator = warns_operator  # of the first failure, on stderr
         self.warned = False
+        self.sessions_warned: set[int] = set()
+        self.warnings: dict[int, str] = {}  # by session: the warning its next fetch takes
         self.building = 0  # Inductor requests queued or under way: the helper is busy
         # Per session: its layouts whose regions are not all compiled yet, and those
         # compiled and not run since (weakly: a program the worker forgets takes its own).
@@ -119,18 +125,27 @@ class Compiler:
         with self.lock:
             self.layouts_pending.pop(session, None)
             self.unused.pop(session, None)
+            self.sessions_warned.discard(session)
+            self.warnings.pop(session, None)
 
-    def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str) -> Future:
+    def take_warnings(self, session: int) -> list[str]:
+        """What `session` is to be warned of (at most once: see the module's docstring)."""
+        with self.lock:
+            warning = self.warnings.pop(session, None)
+        return [] if warning is None else [warning]
+
+    def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str,
+               session: int) -> Future:
         """Compile `region` for inputs laid out as `examples` (real inputs it ran with:
         torch.compile runs it once on them; Inductor needs only their layouts, so they are
-        not kept waiting in the queue)."""
+        not kept waiting in the queue), for `session`'s program (warned if it fails)."""
         future: Future = Future()
         with self.lock:
             self.pending += 1
             if self._packaged(backend):
                 examples = tuple(graph_module.spec_of(value) for value in examples)
                 self.building += 1
-        self.requests.put((future, steps, region, examples, backend))
+        self.requests.put((future, steps, region, examples, backend, session))
         if self.thread is None:
             self.thread = threading.Thread(target=self._work, daemon=True, name='gt-compile')
             self.thread.start()
@@ -156,7 +171,7 @@ class Compiler:
             request = self.requests.get()
             if request is None:
                 return
-            future, steps, region, examples, backend = request
+            future, steps, region, examples, backend, session = request
             if self.helper.closed:
                 future.set_exception(RuntimeError('the worker is stopping'))
                 continue
@@ -173,7 +188,7 @@ class Compiler:
                 if not self.helper.closed:  # not a failure: the worker is stopping
                     with self.lock:
                         self.failures += 1
-                    self._report_failure(error, region, backend)
+                    self._report_failure(error, region, backend, session)
                 future.set_exception(error)
             else:
                 with self.lock:
@@ -217,17 +232,37 @@ class Compiler:
         run = torch._dynamo.run(compiled)
         return _copying_outputs(run) if backend == 'cudagraphs' else run
 
-    def _report_failure(self, error: Exception, region: Region, backend: str) -> None:
-        ops = len(region.steps)
+    def tell(self, session: int, warning: str) -> None:
+        """Warn `session` of `warning` at its next fetch, unless it was warned already."""
+        if session in self.sessions_warned:
+            return
+        with self.lock:
+            if session not in self.sessions_warned:
+                self.sessions_warned.add(session)
+                self.warnings[session] = warning
+
+    def _report_failure(self, error: Exception, region: Region, backend: str,
+                        session: int) -> None:
+        self.tell(session, failure_warning(error, region, backend))
         if debugging():
-            _say(f'compiling a region of {ops} ops with {backend} failed; it runs eagerly:\n'
-                 + ''.join(traceback.format_exception(error)))
-        elif not self.warned:
+            _say(f'compiling a region of {len(region.steps)} ops with {backend} failed; it '
+                 'runs eagerly:\n' + ''.join(traceback.format_exception(error)))
+        elif self.warns_operator and not self.warned:
             self.warned = True
-            first_line = str(error).splitlines()[0] if str(error) else ''
-            _say(f'warning: a region of {ops} ops did not compile with {backend} '
-                 f'({type(error).__name__}: {first_line}); it runs eagerly. '
-                 f'GT_DEBUG_COMPILE=1 shows details.')
+            _say(f'warning: {_failure(error, region, backend)}. GT_DEBUG_COMPILE=1 shows '
+                 'details.')
+
+
+def failure_warning(error: BaseException, region: Region, backend: str) -> str:
+    """What a session whose program failed to compile is told."""
+    return (f'{_failure(error, region, backend)}, with the same results (GT_DEBUG_COMPILE=1 '
+            "in the worker's environment prints why)")
+
+
+def _failure(error: BaseException, region: Region, backend: str) -> str:
+    first_line = str(error).splitlines()[0] if str(error) else ''
+    return (f'a region of {len(region.steps)} ops did not compile with {backend} '
+            f'({type(error).__name__}: {first_line}); it runs eagerly')
 
 
 @contextlib.contextmanager

@@ -59,6 +59,7 @@ from gt.runtime.protocol import (
     decode,
 )
 from gt.runtime.scheduler import Fragment, Scheduler
+from gt.runtime.session_errors import failures
 from gt.runtime.transport import receive_frames, send
 from gt.runtime.worker_links import WorkerLinks, nbytes
 
@@ -461,8 +462,9 @@ class Dispatcher(WorkerLinks):
                                                       self._own_stats(session)))
         tensors, frames = pending.joined()
         if self.monitor.on and session is not None:
+            failed = failures(errors)
             self.monitor.emit('SEND', session.client, 'Fetched', session=session.number,
-                             tensors=len(tensors), success=not errors, errors=len(errors),
+                             tensors=len(tensors), success=not failed, errors=failed,
                              bytes=sum(map(nbytes, frames)))
         self._send(pending.identity, Fetched(pending.request, tensors, errors), frames)
 

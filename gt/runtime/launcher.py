@@ -46,7 +46,7 @@ class LocalServer:
         for placement in gpu_placements(workers):
             self.processes.append(subprocess.Popen(
                 [sys.executable, '-m', 'gt.worker', '--endpoint', self.endpoint, *placement,
-                 *parent], env=env, start_new_session=True))
+                 '--auto-started', *parent], env=env, start_new_session=True))
         diagnostics.verbose('client', f'started a local server (a dispatcher and {workers} '
                             f'worker(s)) on {self.endpoint}')
 

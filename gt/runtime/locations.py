@@ -31,6 +31,15 @@ def user_location() -> tuple:
     return (None, 0)
 
 
+def user_stacklevel() -> int:
+    """The `stacklevel` at which a `warnings.warn` in the caller of this names the user's
+    line: the first frame up the stack that is not GT's."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(GT_DIR):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def line_of(code: object, offset: int) -> int:
     for start, end, line in code.co_lines():
         if start <= offset < end:

@@ -9,12 +9,20 @@ used to say only "value 1 does not exist in this session", of a tensor whose own
 had raised nothing.
 """
 
+import warnings
 from collections import deque
 
 import msgpack
 
-from gt.runtime.locations import describe
-from gt.runtime.session_errors import BY_KIND, OUT_OF_MEMORY, OutOfMemoryError, WorkerError
+from gt.runtime.locations import describe, user_stacklevel
+from gt.runtime.session_errors import (
+    BY_KIND,
+    OUT_OF_MEMORY,
+    WARNING,
+    CompileWarning,
+    OutOfMemoryError,
+    WorkerError,
+)
 
 FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
@@ -67,7 +75,11 @@ class Reports:
         of a value that failed (`value_failed`) always raises, naming the op again. Every
         refused fragment among them is remembered (`next_base`: where the last one sent
         ends), though only the first failure is raised. A failure of no op (a worker
-        lost) names where the first of the `fetched` values was made."""
+        lost) names where the first of the `fetched` values was made. A worker's warnings
+        among them are warned of at the user's line, first."""
+        for _, _, _, text in filter(lambda error: error[2] == WARNING, errors):
+            warnings.warn(text, CompileWarning, stacklevel=user_stacklevel())
+        errors = [error for error in errors if error[2] != WARNING]
         fresh = []
         for error in errors:
             key = (error[0], error[1])

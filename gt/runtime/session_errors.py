@@ -1,4 +1,5 @@
-"""What a session's user sees fail: an op on a worker, memory, or a session that ended."""
+"""What a session's user sees fail (an op on a worker, memory, or a session that ended),
+and what a worker warns of."""
 
 import torch
 
@@ -29,6 +30,21 @@ class WorkerLinAlgError(WorkerError, torch.linalg.LinAlgError):
     """A linear-algebra op failed on a worker (not positive-definite, singular): a ported
     `except torch.linalg.LinAlgError` catches it where the value is fetched."""
 
+
+class CompileWarning(UserWarning):
+    """A region of the session's programs did not compile on a worker, which runs it
+    eagerly: same results, at eager speed. Told once per session and worker, at the
+    session's next fetch from that worker (the worker's own stderr may be a remote
+    machine's log)."""
+
+
+# A worker's report `[None, None, WARNING, text]` is a CompileWarning, not a failure.
+WARNING = 'warning'
+
+
+def failures(reports: list) -> int:
+    """How many of a Fetched's reports are failures (not warnings)."""
+    return sum(report[2] != WARNING for report in reports)
 
 # The worker reports `ExceptionName: message`; these keep their kind at the user's line.
 BY_KIND = {'IndexError': WorkerIndexError, 'ValueError': WorkerValueError,

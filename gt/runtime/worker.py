@@ -39,6 +39,7 @@ from gt.runtime.protocol import (
     Stats,
     StatsRequest,
 )
+from gt.runtime.session_errors import WARNING
 from gt.runtime.thread_tuning import WorkerThreads
 from gt.runtime.transport import dealer, receive, send
 
@@ -48,9 +49,11 @@ NO_SERVER_NOTICE_SECONDS = 5.0  # silence after registering before the worker sa
 
 class Worker:
     def __init__(self, endpoint: str, backend: str = 'torch', device: str | None = None,
-                 keys: Keys | None = None, say_if_unanswered: bool = True):
+                 keys: Keys | None = None, say_if_unanswered: bool = True,
+                 auto_started: bool = False):
         self.endpoint = endpoint
-        # A worker of a local server starts beside its dispatcher: a slow start is no news.
+        # A worker started beside its dispatcher (a script's local server, a test's): a
+        # slow start is no news.
         self.say_if_unanswered = say_if_unanswered
         self.engine = make_engine(backend, device)  # the seeds' Worker(backend='numpy')
         name = f'worker-{sockets.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}'
@@ -70,7 +73,10 @@ class Worker:
         self.errors: dict[int, list] = {}
         self.programs: dict[int, Program] = {}
         # Compiling is torch's: the numpy engine runs every program as generated Python.
-        self.compiler = Compiler(self.engine.device) if self.engine.name == 'torch' else None
+        # An auto-started worker's stderr is its script's, whose user hears of a failed
+        # compile as a gt.CompileWarning already.
+        self.compiler = (Compiler(self.engine.device, warns_operator=not auto_started)
+                         if self.engine.name == 'torch' else None)
         self.main = Lane(self.socket, self.programs, self.compiler)
         self.threads = WorkerThreads(tune=self.engine.name == 'torch'
                                      and self.engine.device.type == 'cpu')
@@ -319,6 +325,9 @@ class Worker:
             # Events are on: the programs' times reach the log before the reply does.
             send(lane.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
         headers, frames, errors = [], [], self.errors.pop(message.session, [])
+        if self.compiler is not None:
+            errors += [[None, None, WARNING, text]
+                       for text in self.compiler.take_warnings(message.session)]
         for value_id in message.fetch:
             value = values.get(value_id)
             if value is None or isinstance(value, Failed):

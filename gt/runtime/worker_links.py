@@ -28,6 +28,7 @@ from gt.runtime.protocol import (
     Submit,
 )
 from gt.runtime.scheduler import EXPRESS, MAIN, Fragment
+from gt.runtime.session_errors import failures
 
 HEARTBEAT_TIMEOUT = environment.number('GT_HEARTBEAT_TIMEOUT')
 # Clients send KeepAlive every second; a session silent this long belongs to a dead client.
@@ -228,7 +229,7 @@ class WorkerLinks:
             return
         # A monitor's statistics (top, trace: no session) stay out of what it watches.
         if self.monitor.on and (isinstance(message, Fetched) or pending.identity in self.sessions):
-            errors = len(message.errors) if isinstance(message, Fetched) else 0
+            errors = failures(message.errors) if isinstance(message, Fetched) else 0
             self.monitor.emit('WORKER_RECV', handle.label, type(message).__name__,
                              worker=handle.index, request=message.request,
                              success=errors == 0, errors=errors,

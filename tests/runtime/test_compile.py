@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 import torch
@@ -348,7 +349,8 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     private = start_cluster(workers=1, env={'TORCHINDUCTOR_CACHE_DIR': str(not_a_directory)})
     monkeypatch.setenv('GT_AUTO_COMPILE', '1')
     monkeypatch.delenv('GT_COMPILE_BACKEND', raising=False)  # inductor
-    with connected(private.address):
+    with connected(private.address), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
         # ReLU, a row: torch types a function run by name on meta tensors through code
         # that imports dynamo, which makes the cache directory, and fails here.
         losses = _train_until_two_compiles_failed(steps_after=2, activation='ReLU')
@@ -357,6 +359,49 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     log = private.logs()
     assert log.count('did not compile with inductor') == 1, log
     assert 'GT_DEBUG_COMPILE=1' in log
+    # The user hears of it too (the worker's log may be on another machine): once for the
+    # session's two failed regions, at the line of the fetch that brought the news.
+    told = [warning for warning in caught if warning.category is gt.CompileWarning]
+    assert len(told) == 1, [str(warning.message) for warning in caught]
+    assert 'did not compile with inductor (RuntimeError: NotADirectoryError' in str(
+        told[0].message)
+    assert 'it runs eagerly, with the same results' in str(told[0].message)
+    assert told[0].filename == __file__
+    # A second session is told once too; the operator's line was the worker's first.
+    with connected(private.address), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        _train_until_two_compiles_failed(steps_after=3, activation='ReLU')
+    told = [warning for warning in caught if warning.category is gt.CompileWarning]
+    assert len(told) == 1, [str(warning.message) for warning in caught]
+    assert private.logs().count('did not compile with inductor') == 1
+
+
+def test_an_auto_started_worker_leaves_a_failed_compile_to_the_scripts_warning(tmp_path):
+    """The auto-started worker's stderr is the script's: its user reads one warning, the
+    gt.CompileWarning at the script's line, not the operator's line besides."""
+    not_a_directory = tmp_path / 'cache'
+    not_a_directory.write_text('a file where the compile cache should be')
+    result = run_script("""
+        import time
+        import gt
+        import gt.nn as nn
+
+        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
+        x = gt.randn(8, 12)
+        deadline = time.monotonic() + 90
+        while not gt.debug.get_worker_stats()[0]['compile_failures']:
+            assert time.monotonic() < deadline, gt.debug.get_worker_stats()
+            model(x).sum().item()
+        print('value after the failure:', model(x).sum().item())
+        print('failures:', gt.debug.get_worker_stats()[0]['compile_failures'])
+        """, env={'GT_AUTO_COMPILE': '1', 'GT_COMPILE_BACKEND': 'inductor',
+                  'TORCHINDUCTOR_CACHE_DIR': str(not_a_directory)})
+    assert result.returncode == 0, result.explain()
+    assert 'value after the failure:' in result.stdout, result.explain()
+    assert result.stderr.count('CompileWarning: a region of') == 1, result.explain()
+    assert 'did not compile with inductor' in result.stderr
+    assert re.search(r'<string>:\d+: CompileWarning', result.stderr), result.explain()
+    assert 'gt worker' not in result.stderr, result.explain()
 
 
 def test_cudagraphs_on_a_cpu_worker_is_refused_once_and_the_run_goes_on_eagerly(
@@ -443,7 +488,7 @@ def test_a_compile_in_the_workers_thread_hands_the_interpreter_back_promptly(
 
     monkeypatch.setattr(compiler.Compiler, '_compile', compile_noting_the_interval)
     worker_compiler = compiler.Compiler(device)
-    done = worker_compiler.submit([], compiler.Region((), (), ()), (), backend)
+    done = worker_compiler.submit([], compiler.Region((), (), ()), (), backend, session=1)
     done.result(timeout=10)
     assert seen == [pytest.approx(compiling_interval or usual)]
     assert sys.getswitchinterval() == usual
