@@ -87,7 +87,7 @@ RANDOM = frozenset({
 
 # Those of RANDOM that take `generator=`: they draw from the session's generator given
 # so, the same numbers as torch's default generator in its state gives (checked), without
-# lending it that global state (gt/ir/ops/torch_calls.py, `_drawing_from`).
+# lending it that global state (gt/ir/borrowed_generator.py).
 TAKES_GENERATOR = frozenset({
     'torch.rand', 'torch.randn', 'torch.randint', 'torch.randperm', 'torch.normal',
     'torch.bernoulli', 'torch.multinomial', 'torch.poisson', 'torch.binomial',

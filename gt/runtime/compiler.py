@@ -48,6 +48,7 @@ from typing import Any, Iterator
 
 import torch
 
+from gt.ir import borrowed_generator
 from gt.runtime import aot_package, environment, graph_module
 from gt.runtime.codegen import Step
 from gt.runtime.compile_helper import CompileHelper
@@ -167,6 +168,7 @@ class Compiler:
             self.thread.join(CLOSE_SECONDS)
 
     def _work(self) -> None:
+        borrowed_generator.guard_restores()  # Dynamo's, in this thread: see that module
         while True:
             request = self.requests.get()
             if request is None:

@@ -253,6 +253,37 @@ def test_a_draw_that_takes_a_generator_never_lends_it_the_global_one():
         restorer.join()
 
 
+def test_a_draw_lent_the_global_generator_is_kept_from_a_compiles_restores():
+    """rrelu takes no `generator=`: it draws from torch's global generator, lent the
+    session's state for the call. Dynamo sets that global state back after each compile
+    (torch.random.set_rng_state, in the worker's compile thread), which used to land
+    inside lent draws (without the guard this fails at one of the first few draws); the
+    worker's compiler makes those sets wait for the draw."""
+    import threading
+
+    from gt.ir import borrowed_generator
+
+    x = torch.randn(20000)
+    inputs, attrs = wire_call('torch.nn.functional.rrelu', x, training=True)
+    torch.manual_seed(11)
+    expected = [torch.nn.functional.rrelu(x, training=True) for _ in range(100)]
+    context, stop, state = torch_context(seed=11), threading.Event(), torch.get_rng_state()
+    borrowed_generator.guard_restores()
+
+    def restore_again_and_again():
+        while not stop.is_set():
+            torch.random.set_rng_state(state)  # as Dynamo calls it
+
+    restorer = threading.Thread(target=restore_again_and_again)
+    restorer.start()
+    try:
+        for want in expected:
+            assert torch.equal(_run_random(inputs, attrs, context=context), want)
+    finally:
+        stop.set()
+        restorer.join()
+
+
 def test_torch_random_without_a_generator_argument_uses_the_session_generator():
     x = torch.ones(200)
     inputs, attrs = wire_call('torch.nn.functional.dropout', x, 0.5)
@@ -265,7 +296,7 @@ def test_torch_random_without_a_generator_argument_uses_the_session_generator():
     assert torch.equal(torch.get_rng_state(), default_state)  # the process's is untouched
 
 
-def _run_random(inputs, attrs, seed):
+def _run_random(inputs, attrs, seed=0, context=None):
     from op_check import wire
 
     from gt.ir import Graph, Node, Value, interpret, verify
@@ -274,7 +305,7 @@ def _run_random(inputs, attrs, seed):
     outputs = tuple(Value(t.shape, t.dtype)
                     for t in OPS['torch_random'].infer(tuple(v.type for v in values), **attrs))
     graph = verify(Graph(values, (Node('torch_random', values, outputs, attrs),), outputs))
-    return interpret(graph, list(inputs), torch_context(seed=seed))[0]
+    return interpret(graph, list(inputs), context or torch_context(seed=seed))[0]
 
 
 @pytest.mark.parametrize('op, types, attrs, error, message', [

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from gt.ir import by_name_sharding, data_dependent, torch_functions
+from gt.ir import borrowed_generator, by_name_sharding, data_dependent, torch_functions
 from gt.ir.dtypes import DTYPE_NAMES, FLOATING, TORCH_DTYPES
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
@@ -305,27 +305,6 @@ def _torch_generator(generator: Any) -> torch.Generator:
     return generator
 
 
-@contextlib.contextmanager
-def _drawing_from(generator: Any):
-    """torch's default generator on the session generator's device takes its state for
-    the call, so functions without a `generator=` argument (dropout) draw from it too.
-    Global state: Dynamo saves and restores it around each compile, so a draw during a
-    compile in the worker's compile thread could lose its state (those that can take
-    `generator=` are given it instead: `_torch_random`)."""
-    generator = _torch_generator(generator)
-    if generator.device.type == 'cuda':
-        default = torch.cuda.default_generators[generator.device.index or 0]
-    else:
-        default = torch.default_generator
-    saved = default.get_state()
-    default.set_state(generator.get_state())
-    try:
-        yield
-    finally:
-        generator.set_state(default.get_state())
-        default.set_state(saved)
-
-
 def _random_type(types, fn, args, kwargs):
     if fn not in torch_functions.RANDOM:
         raise ValueError(f'torch_random: {fn} draws no random numbers; it is a torch_call')
@@ -337,7 +316,7 @@ def _torch_random(ctx, *tensors, fn, args, kwargs):
     if fn in torch_functions.TAKES_GENERATOR:
         given = dict(kwargs, **device, generator=_torch_generator(ctx.generator))
         return _outputs(_named_errors(fn, list(tensors), args, given), None)
-    with _drawing_from(ctx.generator):
+    with borrowed_generator.lent_to(_torch_generator(ctx.generator)):
         return _outputs(_named_errors(fn, list(tensors), args, dict(kwargs, **device)), None)
 
 
