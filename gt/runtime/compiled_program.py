@@ -12,6 +12,7 @@ beyond that, new layouts run eagerly. The compiler may also defer a new layout (
 gt.runtime.compiler): its program then runs eagerly, and asks again at its next run.
 """
 
+import functools
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -28,8 +29,10 @@ MIN_REGION_OPS = 2  # a compiled call costs a few microseconds: one op alone is 
 
 class CompiledProgram:
     def __init__(self, steps: list[Step], input_slots: list[int], result_slots: list[int],
-                 spec: list, compiler: Compiler, hot_runs: int):
+                 spec: list, compiler: Compiler, hot_runs: int, locations: list):
         when, self.backend, marked = spec
+        self.locations = locations  # each step's place among its fragment's op locations
+        self.bases: dict[int, int] = {}  # by session: the fragment its last run was of
         self.first_run = 1 if when == 'always' else hot_runs
         self.steps, self.input_slots, self.result_slots = steps, input_slots, result_slots
         self.compiler = compiler
@@ -45,13 +48,15 @@ class CompiledProgram:
                               if isinstance(region, Region)}
         self.layouts: dict[tuple, _Layout] = {}
 
-    def runner(self, inputs: list, runs: int, session: int) -> tuple[Callable | None, bool]:
+    def runner(self, inputs: list, runs: int, session: int,
+               base: int) -> tuple[Callable | None, bool]:
         """The function to run these inputs with and whether it is compiled; None while
         there is nothing compiled for their layout (after starting to compile it, if the
         compiler admits it: see gt.runtime.compiler). `runs`: the program's runs so far,
-        by every session; `session`: the one running it now."""
+        by every session; `session`: the one running it now, for the fragment at `base`."""
         if not self.eager_regions:
             return None, False
+        self.bases[session] = base
         try:
             key = tuple((value.shape, value.stride(), value.dtype) for value in inputs)
         except AttributeError:  # a failed input: the eager path reports it
@@ -63,7 +68,7 @@ class CompiledProgram:
             layout = self.layouts[key] = _Layout(session)
         if layout.driver is not None:
             if layout.failure is not None:  # a session sharing it hears of it too
-                self.compiler.tell(session, layout.failure)
+                self.compiler.tell(session, *layout.failure)
             return layout.driver, layout.compiled
         if layout.futures is None:
             return self._probe(layout), False
@@ -72,7 +77,9 @@ class CompiledProgram:
             failed = [(layout.futures[id(region)].exception(), region) for region in self.order
                       if isinstance(region, Region) and layout.futures[id(region)].exception()]
             if failed:
-                layout.failure = failure_warning(*failed[0], self.backend)
+                error, region = failed[0]
+                layout.failure = (failure_warning(error, region, self.backend),
+                                  functools.partial(self.origin, region))
             layout.driver = self._driver(layout)
             self.compiler.used(layout)
             self.compiler.programs_compiled += layout.compiled
@@ -85,6 +92,13 @@ class CompiledProgram:
         thread count is chosen as an eager program's)."""
         return bool(self.eager_regions) and (not self.layouts or any(
             layout.driver is None or layout.compiled for layout in self.layouts.values()))
+
+    def origin(self, region: Region, session: int) -> list:
+        """`[base, [first, last]]`: the fragment `session` last ran this program for, and
+        where the region's first and last ops sit among its op locations (the client
+        turns them into the user's lines)."""
+        return [self.bases.get(session),
+                [self.locations[region.steps[0]], self.locations[region.steps[-1]]]]
 
     def _probe(self, layout: '_Layout') -> Callable:
         """Run eagerly, noting each region's input layouts; then submit the regions."""
@@ -103,7 +117,8 @@ class CompiledProgram:
         def probe(inputs: list, context: Any) -> list:
             results = driver(inputs, context)
             layout.futures = {id(region): self.compiler.submit(
-                self.steps, region, examples[id(region)], self.backend, layout.session)
+                self.steps, region, examples[id(region)], self.backend, layout.session,
+                functools.partial(self.origin, region))
                 for region in self.order if isinstance(region, Region)}
             self.compiler.watch(layout, list(layout.futures.values()))
             return results
@@ -134,7 +149,7 @@ class _Layout:
         self.futures: dict | None = None  # region id -> Future of its compiled callable
         self.driver: Callable | None = None
         self.compiled = False  # whether any region of the driver is compiled
-        self.failure: str | None = None  # the warning of its first region that failed
+        self.failure: tuple | None = None  # (warning, origin) of its first region that failed
 
 
 def _eager(steps: list[Step], region: Region, device: str) -> Callable:

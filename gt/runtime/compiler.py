@@ -44,7 +44,7 @@ import traceback
 import weakref
 from collections import Counter
 from concurrent.futures import Future
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -53,6 +53,7 @@ from gt.runtime import aot_package, environment, graph_module
 from gt.runtime.codegen import Step
 from gt.runtime.compile_helper import CompileHelper
 from gt.runtime.regions import Region
+from gt.runtime.session_errors import WARNING
 
 CLOSE_SECONDS = 3.0  # a cheap backend's compile under way ends well within this
 MAX_PENDING_LAYOUTS = 4
@@ -82,7 +83,8 @@ class Compiler:
         self.warns_operator = warns_operator  # of the first failure, on stderr
         self.warned = False
         self.sessions_warned: set[int] = set()
-        self.warnings: dict[int, str] = {}  # by session: the warning its next fetch takes
+        # By session: the warning its next fetch takes, and where its region came from.
+        self.warnings: dict[int, tuple[str, Callable[[int], list]]] = {}
         self.building = 0  # Inductor requests queued or under way: the helper is busy
         # Per session: its layouts whose regions are not all compiled yet, and those
         # compiled and not run since (weakly: a program the worker forgets takes its own).
@@ -129,24 +131,30 @@ class Compiler:
             self.sessions_warned.discard(session)
             self.warnings.pop(session, None)
 
-    def take_warnings(self, session: int) -> list[str]:
-        """What `session` is to be warned of (at most once: see the module's docstring)."""
+    def take_warnings(self, session: int) -> list[list]:
+        """What `session` is to be warned of (at most once: see the module's docstring),
+        as reports `[base, [first, last], WARNING, text]`: the region's first and last ops
+        in the fragment the session last ran its program for."""
         with self.lock:
             warning = self.warnings.pop(session, None)
-        return [] if warning is None else [warning]
+        if warning is None:
+            return []
+        text, origin = warning
+        return [[*origin(session), WARNING, text]]
 
     def submit(self, steps: list[Step], region: Region, examples: tuple, backend: str,
-               session: int) -> Future:
+               session: int, origin: Callable[[int], list]) -> Future:
         """Compile `region` for inputs laid out as `examples` (real inputs it ran with:
         torch.compile runs it once on them; Inductor needs only their layouts, so they are
-        not kept waiting in the queue), for `session`'s program (warned if it fails)."""
+        not kept waiting in the queue), for `session`'s program (warned if it fails;
+        `origin(session)` says where the region's ops were recorded)."""
         future: Future = Future()
         with self.lock:
             self.pending += 1
             if self._packaged(backend):
                 examples = tuple(graph_module.spec_of(value) for value in examples)
                 self.building += 1
-        self.requests.put((future, steps, region, examples, backend, session))
+        self.requests.put((future, steps, region, examples, backend, session, origin))
         if self.thread is None:
             self.thread = threading.Thread(target=self._work, daemon=True, name='gt-compile')
             self.thread.start()
@@ -173,7 +181,7 @@ class Compiler:
             request = self.requests.get()
             if request is None:
                 return
-            future, steps, region, examples, backend, session = request
+            future, steps, region, examples, backend, session, origin = request
             if self.helper.closed:
                 future.set_exception(RuntimeError('the worker is stopping'))
                 continue
@@ -190,7 +198,7 @@ class Compiler:
                 if not self.helper.closed:  # not a failure: the worker is stopping
                     with self.lock:
                         self.failures += 1
-                    self._report_failure(error, region, backend, session)
+                    self._report_failure(error, region, backend, session, origin)
                 future.set_exception(error)
             else:
                 with self.lock:
@@ -234,18 +242,18 @@ class Compiler:
         run = torch._dynamo.run(compiled)
         return _copying_outputs(run) if backend == 'cudagraphs' else run
 
-    def tell(self, session: int, warning: str) -> None:
+    def tell(self, session: int, warning: str, origin: Callable[[int], list]) -> None:
         """Warn `session` of `warning` at its next fetch, unless it was warned already."""
         if session in self.sessions_warned:
             return
         with self.lock:
             if session not in self.sessions_warned:
                 self.sessions_warned.add(session)
-                self.warnings[session] = warning
+                self.warnings[session] = (warning, origin)
 
-    def _report_failure(self, error: Exception, region: Region, backend: str,
-                        session: int) -> None:
-        self.tell(session, failure_warning(error, region, backend))
+    def _report_failure(self, error: Exception, region: Region, backend: str, session: int,
+                        origin: Callable[[int], list]) -> None:
+        self.tell(session, failure_warning(error, region, backend), origin)
         if debugging():
             _say(f'compiling a region of {len(region.steps)} ops with {backend} failed; it '
                  'runs eagerly:\n' + ''.join(traceback.format_exception(error)))

@@ -88,7 +88,8 @@ class Program:
         self.compiled = None
         if compile_spec is not None and compiler is not None:
             self.compiled = CompiledProgram(self.steps, list(range(self.n_inputs)),
-                                            self.result_slots, compile_spec, compiler, HOT_RUNS)
+                                            self.result_slots, compile_spec, compiler, HOT_RUNS,
+                                            self.locations)
 
     @property
     def compiles(self) -> bool:
@@ -110,7 +111,8 @@ class Program:
                                       reuse_buffers=True)
         fast, is_compiled = self.generated, False
         if self.compiled is not None and self.runs >= self.compiled.first_run:
-            runner, is_compiled = self.compiled.runner(inputs, self.runs, context.session)
+            runner, is_compiled = self.compiled.runner(inputs, self.runs, context.session,
+                                                       base)
             fast = runner or fast
         if fast is not None:
             try:

@@ -77,8 +77,9 @@ class Reports:
         ends), though only the first failure is raised. A failure of no op (a worker
         lost) names where the first of the `fetched` values was made. A worker's warnings
         among them are warned of at the user's line, first."""
-        for _, _, _, text in filter(lambda error: error[2] == WARNING, errors):
-            warnings.warn(text, CompileWarning, stacklevel=user_stacklevel())
+        for base, places, _, text in filter(lambda error: error[2] == WARNING, errors):
+            warnings.warn(text + self._recorded(base, places), CompileWarning,
+                          stacklevel=user_stacklevel())
         errors = [error for error in errors if error[2] != WARNING]
         fresh = []
         for error in errors:
@@ -117,6 +118,23 @@ class Reports:
                 where = describe(locations[location])
                 return f'\n  recorded at {where} ({ops[location]})' if where else ''
         return ''
+
+    def _recorded(self, base: int | None, places: list | None) -> str:
+        """Where a warning's ops were recorded (`places`: the first's and the last's
+        positions in the fragment at `base`), or '' when that fragment is forgotten."""
+        found = self._origin(base) if base is not None else None
+        if found is None:
+            return ''
+        _, (_, locations, ops, _) = found
+        if not all(isinstance(place, int) and 0 <= place < len(locations) for place in places):
+            return ''  # an op the passes made, recorded nowhere
+        first, last = places
+        where = [describe(locations[place]) for place in (first, last)]
+        if not all(where):
+            return ''
+        if first == last:
+            return f'\n  recorded at {where[0]} ({ops[first]})'
+        return f'\n  recorded from {where[0]} ({ops[first]}) to {where[1]} ({ops[last]})'
 
     def unsent(self, pending: object, position: int | None, error: Exception, first: int,
                end: int) -> Exception:

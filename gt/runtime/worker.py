@@ -39,7 +39,6 @@ from gt.runtime.protocol import (
     Stats,
     StatsRequest,
 )
-from gt.runtime.session_errors import WARNING
 from gt.runtime.thread_tuning import WorkerThreads
 from gt.runtime.transport import dealer, receive, send
 
@@ -326,8 +325,7 @@ class Worker:
             send(lane.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
         headers, frames, errors = [], [], self.errors.pop(message.session, [])
         if self.compiler is not None:
-            errors += [[None, None, WARNING, text]
-                       for text in self.compiler.take_warnings(message.session)]
+            errors += self.compiler.take_warnings(message.session)
         for value_id in message.fetch:
             value = values.get(value_id)
             if value is None or isinstance(value, Failed):

@@ -44,12 +44,13 @@ def program(spec: list | None, compiler: Compiler | None) -> Program:
     return Program(encoded, ENGINE.implementation, compiler)
 
 
-def run(p: Program, x: torch.Tensor, w: torch.Tensor, seed: int = 0, session: int = -1) -> list:
+def run(p: Program, x: torch.Tensor, w: torch.Tensor, seed: int = 0, session: int = -1,
+        base: int = 0) -> list:
     context = ENGINE.new_context(seed)
     context.session = session
     context.literals = [2.5]
     with torch.inference_mode():
-        kept, errors = p.run([x, w], context, base=0)
+        kept, errors = p.run([x, w], context, base=base)
     assert errors == []
     return kept
 
@@ -172,7 +173,8 @@ def test_tensors_made_from_attrs_join_regions_on_the_workers_device(compiler, ba
 
 def test_a_failed_compile_warns_each_session_running_the_program_once(compiler, monkeypatch):
     """The session whose run started the compile, and another running the same program
-    (they share it on a worker), each hear of the failure once, at their next fetch."""
+    (they share it on a worker), each hear of the failure once, at their next fetch,
+    with where the region's ops are in the fragment the session ran last."""
     def refuse(*_):
         raise RuntimeError('the backend refuses\nmore lines that stay in the worker\'s log')
 
@@ -180,18 +182,19 @@ def test_a_failed_compile_warns_each_session_running_the_program_once(compiler, 
     x, w = torch.randn(4, 5), torch.randn(5, 3)
     p = program(['always', 'eager', None], compiler)
     expected = run(program(None, None), x, w)
-    run(p, x, w, session=1)
+    run(p, x, w, session=1, base=100)
     wait_for_compiles(compiler)
-    for session in (1, 1, 2, 2):
-        for a, b in zip(run(p, x, w, session=session), expected):
+    for session, base in ((1, 110), (1, 120), (2, 200), (2, 210)):
+        for a, b in zip(run(p, x, w, session=session, base=base), expected):
             torch.testing.assert_close(a, b, rtol=0, atol=0)  # eager, the same results
     assert compiler.failures == 2 and compiler.compiled_runs == 0
-    for session in (1, 2):
-        told = compiler.take_warnings(session)
-        assert told == ['a region of 5 ops did not compile with eager (RuntimeError: the '
-                        'backend refuses); it runs eagerly, with the same results '
-                        "(GT_DEBUG_COMPILE=1 in the worker's environment prints why)"]
+    text = ('a region of 5 ops did not compile with eager (RuntimeError: the backend '
+            'refuses); it runs eagerly, with the same results (GT_DEBUG_COMPILE=1 in the '
+            "worker's environment prints why)")
+    # The region: matmul (location 0) to add (location 5), the scalar hoisted out.
+    for session, base in ((1, 120), (2, 210)):
+        assert compiler.take_warnings(session) == [[base, [0, 5], 'warning', text]]
         run(p, x, w, session=session)
         assert compiler.take_warnings(session) == []
-    compiler.end_session(2)  # a new session 2 (numbers are not reused, but its state goes)
+    compiler.end_session(2)
     assert 2 not in compiler.sessions_warned

@@ -55,3 +55,29 @@ def test_a_config_msgpack_cannot_carry_raises_and_keeps_the_pending_work(cluster
             kept.tolist()
         gt.register_config('unchecked', SignalConfig())  # mended
         assert kept.tolist() == [1.0, 2.0]
+
+
+def test_a_workers_warning_is_warned_of_with_its_lines_and_raises_nothing():
+    """A compile warning among a fetch's reports (gt.runtime.compiler) is a
+    gt.CompileWarning at the user's line, naming where its ops were recorded while that
+    fragment is known; an error beside it still raises."""
+    import warnings
+
+    from gt.runtime.reports import Reports
+
+    code = test_a_workers_warning_is_warned_of_with_its_lines_and_raises_nothing.__code__
+    reports = Reports()
+    reports.sent(100, [(code, 0), (code, 0)], ['matmul', 'add'], {})  # as recording notes
+    warning = [100, [0, 1], 'warning', 'a region of 2 ops did not compile']
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        reports.raise_errors([warning], False, 200)
+        reports.raise_errors([[7, [0, 1], 'warning', 'of a forgotten fragment']], False, 200)
+        with pytest.raises(gt.WorkerError, match='relu failed: boom'):
+            reports.raise_errors([warning, [None, None, 'relu', 'boom']], False, 200)
+    told = [str(item.message) for item in caught if item.category is gt.CompileWarning]
+    line = code.co_firstlineno
+    assert told == [f'a region of 2 ops did not compile\n  recorded from {__file__}:{line} '
+                    f'(matmul) to {__file__}:{line} (add)', 'of a forgotten fragment',
+                    told[0]]
+    assert {item.filename for item in caught} == {__file__}
