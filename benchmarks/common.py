@@ -79,9 +79,11 @@ def compile_totals(gt) -> dict:
     return {key: sum(worker.get(key, 0) for worker in workers) for key in keys}
 
 
-def cpu_per_run(run: Callable[[], object], per: int = 1, repeats: int = 20) -> str:
+def cpu_per_run(run: Callable[[], object], per: int = 1, repeats: int = 20,
+                warm: bool = True) -> str:
     """Where GT's time goes: the CPU each process spends per run of `run` (divided by
-    `per`, say the steps in a run), timed back to back after one untimed run. The
+    `per`, say the steps in a run), timed back to back after one untimed run (none
+    unless `warm`: a run that is new each time, not yet cached anywhere). The
     processes are this one (the client) and its children, GT's auto-started dispatcher,
     workers and compile helpers; each one's CPU is split into its main thread, ZeroMQ's
     I/O threads and the rest (OpenMP's pool, GT's heartbeat and compile threads)."""
@@ -91,7 +93,8 @@ def cpu_per_run(run: Callable[[], object], per: int = 1, repeats: int = 20) -> s
             processes[child.pid] = _label(child.cmdline())
         except psutil.Error:
             continue
-    run()
+    if warm:
+        run()
     before = {pid: _thread_seconds(pid) for pid in processes}
     start = time.perf_counter()
     for _ in range(repeats):

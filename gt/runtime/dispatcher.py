@@ -347,14 +347,15 @@ class Dispatcher(WorkerLinks):
                                   session.auto_shard_elements, session.generator_holders)
         misses, started = self.planner.misses, time.perf_counter()
         plan = self.planner.plan(message.structure, external_types, options, session.compile)
+        session.last_fragment = (message.structure, external_types, options)
         self.limits.check_memory(session, plan.kept, plan.upgrades, message.releases,
                                  external_types)
         diagnostics.debug('dispatcher', lambda: (
             f"session {session.number} fragment {message.base}: "
             f"{'planned' if self.planner.misses > misses else 'plan cached'} in "
             f"{(time.perf_counter() - started) * 1e3:.2f} ms, {sum(plan.ops.values())} ops, "
-            f"{len(plan.programs)} worker program(s); {format_placements(plan.graph)}"))
-        session.last_plan = plan
+            f"{len(plan.programs)} worker program(s); "
+            f"{format_placements(self.planner.graphs(*session.last_fragment)[0])}"))
         session.generator_holders = plan.generator_holders
         for local, shape, dtype, placement in plan.kept:
             session.hold(message.base + local, (shape, dtype, placement))
@@ -365,15 +366,17 @@ class Dispatcher(WorkerLinks):
 
     def dump(self, identity: bytes, message: DumpRequest, frames: list) -> None:
         session = self.sessions.get(identity)
-        plan = session.last_plan if session else None
-        if plan is None:
+        fragment = session.last_fragment if session else None
+        if fragment is None:
             text = '(no fragment planned yet)'
-        elif message.form == 'workers':
-            text = '\n'.join(format_graph(graph) for _, graph in sorted(plan.worker_graphs.items()))
-        elif message.form == 'dot':
-            text = graph_to_dot(plan.graph)
         else:
-            text = format_graph(plan.graph)
+            graph, worker_graphs = self.planner.graphs(*fragment)
+            if message.form == 'workers':
+                text = '\n'.join(format_graph(graph) for _, graph in sorted(worker_graphs.items()))
+            elif message.form == 'dot':
+                text = graph_to_dot(graph)
+            else:
+                text = format_graph(graph)
         self._send(identity, Dumped(message.request, text))
 
     def ping(self, identity: bytes, message: Ping, frames: list) -> None:

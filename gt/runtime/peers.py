@@ -67,7 +67,8 @@ class Session:
     refused: deque = field(default_factory=lambda: deque(maxlen=REFUSED_KEPT))
     last_seen: float = field(default_factory=time.monotonic)
     errors: list = field(default_factory=list)  # reports not yet delivered to the client
-    last_plan: object = None
+    # Its last fragment as planned: (structure, input types, options), for gt.debug.dump_ir.
+    last_fragment: tuple | None = None
     shared_memory_probe: str = ''
     configs: tuple = ()  # (signal name, shard axis, workers), as PipelineOptions takes them
     auto_shard_elements: int | None = None

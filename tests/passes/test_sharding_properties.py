@@ -10,6 +10,7 @@ from simulate import run_sharded, run_whole
 
 from gt.ir import Partial, Replicate, Shard
 from gt.passes import PipelineOptions
+from gt.passes.propagate_placements import propagate_placements, searched
 
 
 @st.composite
@@ -230,3 +231,28 @@ def test_random_3d_chains_equal_torch_on_any_placement(data):
     steps = data.draw(st.lists(st.sampled_from(STEPS_3D), min_size=1, max_size=4))
     _check_chain(builder, x, other, steps, PipelineOptions(workers, data.draw(
         st.sampled_from(workers))))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_one_workers_shortcut_places_every_op_as_the_search_does(data):
+    """On one worker, with no signal, propagate_placements skips the search: each op's
+    outputs, the placements it needs and its attrs must be what the search gives."""
+    three_d = data.draw(st.booleans())
+    shape = tuple(data.draw(st.integers(1, 5)) for _ in range(3 if three_d else 2))
+    builder = GraphBuilder()
+    x, other = (builder.input(shape, Replicate((0,))) for _ in range(2))
+    value, kept = x, []
+    for step in data.draw(st.lists(st.sampled_from(STEPS_3D if three_d else STEPS),
+                                   min_size=1, max_size=5)):
+        value = step(builder, value, other)
+        kept.append(value)
+    graph = builder.graph(*kept)
+    options = PipelineOptions((0,), 0)
+    quick, full = propagate_placements(graph, options), searched(graph, options)
+
+    def placed(result):
+        return ([(node.op, [value.placement for value in node.outputs],
+                  node.input_placements, node.attrs) for node in result.nodes],
+                [value.placement for value in result.outputs])
+    assert placed(quick) == placed(full)
