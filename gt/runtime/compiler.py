@@ -60,6 +60,7 @@ MAX_PENDING_LAYOUTS = 4
 MAX_UNUSED_LAYOUTS = 4
 PERSISTENT_RUNS = 16
 COMPILING_SWITCH_SECONDS = 0.0002
+DESCRIBED_OPS = 5  # op kinds a debug line names for a region
 
 
 def debugging() -> bool:
@@ -187,7 +188,7 @@ class Compiler:
                 continue
             start = time.perf_counter()
             if debugging():
-                _say(f'compiling a region of {len(region.steps)} ops with {backend}')
+                _say(f'compiling {_described(steps, region)} with {backend}')
             try:
                 if self._packaged(backend):
                     result = self._compile(steps, region, examples, backend)
@@ -198,13 +199,13 @@ class Compiler:
                 if not self.helper.closed:  # not a failure: the worker is stopping
                     with self.lock:
                         self.failures += 1
-                    self._report_failure(error, region, backend, session, origin)
+                    self._report_failure(error, steps, region, backend, session, origin)
                 future.set_exception(error)
             else:
                 with self.lock:
                     self.regions_compiled += 1
                 if debugging():
-                    _say(f'compiled a region of {len(region.steps)} ops with {backend} in '
+                    _say(f'compiled {_described(steps, region)} with {backend} in '
                          f'{time.perf_counter() - start:.2f} s')
                 future.set_result(result)
             finally:
@@ -251,12 +252,12 @@ class Compiler:
                 self.sessions_warned.add(session)
                 self.warnings[session] = (warning, origin)
 
-    def _report_failure(self, error: Exception, region: Region, backend: str, session: int,
-                        origin: Callable[[int], list]) -> None:
+    def _report_failure(self, error: Exception, steps: list[Step], region: Region,
+                        backend: str, session: int, origin: Callable[[int], list]) -> None:
         self.tell(session, failure_warning(error, region, backend), origin)
         if debugging():
-            _say(f'compiling a region of {len(region.steps)} ops with {backend} failed; it '
-                 'runs eagerly:\n' + ''.join(traceback.format_exception(error)))
+            _say(f'compiling {_described(steps, region)} with {backend} failed; it runs '
+                 'eagerly:\n' + ''.join(traceback.format_exception(error)))
         elif self.warns_operator and not self.warned:
             self.warned = True
             _say(f'warning: {_failure(error, region, backend)}. GT_DEBUG_COMPILE=1 shows '
@@ -267,6 +268,14 @@ def failure_warning(error: BaseException, region: Region, backend: str) -> str:
     """What a session whose program failed to compile is told."""
     return (f'{_failure(error, region, backend)}, with the same results (GT_DEBUG_COMPILE=1 '
             "in the worker's environment prints why)")
+
+
+def _described(steps: list[Step], region: Region) -> str:
+    """`a region of 37 ops (6 matmul, 5 add, ...)`: which region a debug line is about."""
+    counts = Counter(steps[index].op for index in region.steps).most_common()
+    shown = ', '.join(f'{count} {op}' for op, count in counts[:DESCRIBED_OPS])
+    more = ', ...' if len(counts) > DESCRIBED_OPS else ''
+    return f'a region of {len(region.steps)} ops ({shown}{more})'
 
 
 def _failure(error: BaseException, region: Region, backend: str) -> str:

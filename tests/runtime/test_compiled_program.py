@@ -198,3 +198,15 @@ def test_a_failed_compile_warns_each_session_running_the_program_once(compiler, 
         assert compiler.take_warnings(session) == []
     compiler.end_session(2)
     assert 2 not in compiler.sessions_warned
+
+
+def test_gt_debug_compile_names_each_regions_ops(compiler, monkeypatch, capfd):
+    monkeypatch.setenv('GT_DEBUG_COMPILE', '1')
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    p = program(['always', 'eager', None], compiler)
+    run(p, x, w)
+    wait_for_compiles(compiler)
+    said = capfd.readouterr().err
+    assert ('compiling a region of 5 ops (1 matmul, 1 relu, 1 mul, 1 sum, 1 add) with eager'
+            in said), said
+    assert 'compiled a region of 2 ops (1 mul, 1 tanh) with eager in ' in said, said
