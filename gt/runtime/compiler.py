@@ -48,8 +48,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from gt.ir import borrowed_generator
-from gt.runtime import aot_package, environment, graph_module
+from gt.runtime import aot_package, environment, generator_guard, graph_module
 from gt.runtime.codegen import Step
 from gt.runtime.compile_helper import CompileHelper
 from gt.runtime.regions import Region
@@ -177,7 +176,7 @@ class Compiler:
             self.thread.join(CLOSE_SECONDS)
 
     def _work(self) -> None:
-        borrowed_generator.guard_restores()  # Dynamo's, in this thread: see that module
+        generator_guard.guard_restores()  # Dynamo's, in this thread: see that module
         while True:
             request = self.requests.get()
             if request is None:

@@ -261,14 +261,14 @@ def test_a_draw_lent_the_global_generator_is_kept_from_a_compiles_restores():
     worker's compiler makes those sets wait for the draw."""
     import threading
 
-    from gt.ir import borrowed_generator
+    from gt.runtime import generator_guard
 
     x = torch.randn(20000)
     inputs, attrs = wire_call('torch.nn.functional.rrelu', x, training=True)
     torch.manual_seed(11)
     expected = [torch.nn.functional.rrelu(x, training=True) for _ in range(100)]
     context, stop, state = torch_context(seed=11), threading.Event(), torch.get_rng_state()
-    borrowed_generator.guard_restores()
+    generator_guard.guard_restores()
 
     def restore_again_and_again():
         while not stop.is_set():

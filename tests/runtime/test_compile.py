@@ -490,7 +490,8 @@ def test_a_compile_in_the_workers_thread_hands_the_interpreter_back_promptly(
 
     monkeypatch.setattr(compiler.Compiler, '_compile', compile_noting_the_interval)
     worker_compiler = compiler.Compiler(device)
-    done = worker_compiler.submit([], compiler.Region((), (), ()), (), backend, session=1)
+    done = worker_compiler.submit([], compiler.Region((), (), ()), (), backend, session=1,
+                                  origin=lambda session: [None, [None, None]])
     done.result(timeout=10)
     assert seen == [pytest.approx(compiling_interval or usual)]
     assert sys.getswitchinterval() == usual
