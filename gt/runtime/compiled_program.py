@@ -32,7 +32,7 @@ class CompiledProgram:
                  spec: list, compiler: Compiler, hot_runs: int, locations: list):
         when, self.backend, marked = spec
         self.locations = locations  # each step's place among its fragment's op locations
-        self.bases: dict[int, int] = {}  # by session: the fragment its last run was of
+        self.last_run = (-1, 0)  # (session, fragment base) of its last run
         self.first_run = 1 if when == 'always' else hot_runs
         self.steps, self.input_slots, self.result_slots = steps, input_slots, result_slots
         self.compiler = compiler
@@ -56,7 +56,7 @@ class CompiledProgram:
         by every session; `session`: the one running it now, for the fragment at `base`."""
         if not self.eager_regions:
             return None, False
-        self.bases[session] = base
+        self.last_run = (session, base)
         try:
             key = tuple((value.shape, value.stride(), value.dtype) for value in inputs)
         except AttributeError:  # a failed input: the eager path reports it
@@ -94,10 +94,11 @@ class CompiledProgram:
             layout.driver is None or layout.compiled for layout in self.layouts.values()))
 
     def origin(self, region: Region, session: int) -> list:
-        """`[base, [first, last]]`: the fragment `session` last ran this program for, and
-        where the region's first and last ops sit among its op locations (the client
-        turns them into the user's lines)."""
-        return [self.bases.get(session),
+        """`[base, [first, last]]`: the fragment this program last ran for, if `session`
+        ran it (else None), and where the region's first and last ops sit among its op
+        locations (the client turns them into the user's lines)."""
+        last_session, base = self.last_run
+        return [base if last_session == session else None,
                 [self.locations[region.steps[0]], self.locations[region.steps[-1]]]]
 
     def _probe(self, layout: '_Layout') -> Callable:

@@ -184,18 +184,22 @@ def test_a_failed_compile_warns_each_session_running_the_program_once(compiler, 
     expected = run(program(None, None), x, w)
     run(p, x, w, session=1, base=100)
     wait_for_compiles(compiler)
-    for session, base in ((1, 110), (1, 120), (2, 200), (2, 210)):
-        for a, b in zip(run(p, x, w, session=session, base=base), expected):
-            torch.testing.assert_close(a, b, rtol=0, atol=0)  # eager, the same results
-    assert compiler.failures == 2 and compiler.compiled_runs == 0
     text = ('a region of 5 ops did not compile with eager (RuntimeError: the backend '
             'refuses); it runs eagerly, with the same results (GT_DEBUG_COMPILE=1 in the '
             "worker's environment prints why)")
-    # The region: matmul (location 0) to add (location 5), the scalar hoisted out.
-    for session, base in ((1, 120), (2, 210)):
-        assert compiler.take_warnings(session) == [[base, [0, 5], 'warning', text]]
+    # The region: matmul (location 0) to add (location 5), the scalar hoisted out; in the
+    # fragment the session ran last, while it is the program's last run.
+    for session, bases in ((1, (110, 120)), (2, (200, 210))):
+        for base in bases:
+            for a, b in zip(run(p, x, w, session=session, base=base), expected):
+                torch.testing.assert_close(a, b, rtol=0, atol=0)  # eager, the same results
+        assert compiler.take_warnings(session) == [[bases[-1], [0, 5], 'warning', text]]
         run(p, x, w, session=session)
         assert compiler.take_warnings(session) == []
+    assert compiler.failures == 2 and compiler.compiled_runs == 0
+    run(p, x, w, session=3, base=300)
+    run(p, x, w, session=1, base=130)  # another session's run is the program's last
+    assert compiler.take_warnings(3) == [[None, [0, 5], 'warning', text]]
     compiler.end_session(2)
     assert 2 not in compiler.sessions_warned
 
