@@ -76,10 +76,9 @@ class Reports:
         refused fragment among them is remembered (`next_base`: where the last one sent
         ends), though only the first failure is raised. A failure of no op (a worker
         lost) names where the first of the `fetched` values was made. A worker's warnings
-        among them are warned of at the user's line, first."""
-        for base, places, _, text in filter(lambda error: error[2] == WARNING, errors):
-            warnings.warn(text + self._recorded(base, places), CompileWarning,
-                          stacklevel=user_stacklevel())
+        among them are warned of at the user's line, after that bookkeeping (a warning
+        filter may raise them) and before the failure."""
+        told = [error for error in errors if error[2] == WARNING]
         errors = [error for error in errors if error[2] != WARNING]
         fresh = []
         for error in errors:
@@ -96,6 +95,9 @@ class Reports:
         if value_failed and not fresh:
             fresh = errors or [[None, None, 'fetch', 'the value failed on a worker']]
         errors = fresh
+        for base, places, _, text in told:
+            warnings.warn(text + self._recorded(base, places), CompileWarning,
+                          stacklevel=user_stacklevel())
         if not errors:
             return
         base, location, op, message = errors[0]

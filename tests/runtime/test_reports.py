@@ -81,3 +81,11 @@ def test_a_workers_warning_is_warned_of_with_its_lines_and_raises_nothing():
                     f'(matmul) to {__file__}:{line} (add)', 'of a forgotten fragment',
                     told[0]]
     assert {item.filename for item in caught} == {__file__}
+    # A filter that makes the warning an error raises it, after the reports beside it
+    # are taken in: the refused fragment's tensors still say why they were never made.
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        with pytest.raises(gt.CompileWarning):
+            reports.raise_errors([warning, [100, None, 'submit', 'too big']], False, 200)
+    with pytest.raises(gt.WorkerError, match='never computed.*too big'):
+        reports.check(150)
