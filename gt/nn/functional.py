@@ -295,35 +295,42 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(q k^T * scale + mask) v, as torch's reference math, from rows: it shards
     over batch and heads and differentiates like the rest. `is_causal` with an
-    `attn_mask` masks by both, as torch's CPU kernel does. A query row that the mask
-    hides entirely attends to nothing (zeros, and no gradient), as torch's safe softmax
-    has it, where a plain softmax gives NaN, which spreads through the gradients."""
+    `attn_mask` masks by both, as torch's CPU kernel does. A query row that the masks
+    hide entirely attends to nothing (zeros, and no gradient), as torch's safe softmax
+    has it, where a plain softmax gives NaN, which spreads through the gradients. Half
+    and bfloat16 inputs are computed in float32 and rounded once at the end, as torch's
+    kernels accumulate (in their own precision, GT's error was 3x torch's)."""
     if enable_gqa and key.shape[-3] != query.shape[-3]:
         # grouped-query attention: each key/value head serves a group of query heads
         groups = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(groups, dim=-3)
         value = value.repeat_interleave(groups, dim=-3)
+    result_dtype = query.dtype
+    if result_dtype in (torch.float16, torch.bfloat16):
+        query, key, value = query.float(), key.float(), value.float()
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale
-    hidden_rows = None  # query rows the mask hides entirely
+    hidden = None  # what the masks hide
     if attn_mask is not None:
-        hidden = ~attn_mask if attn_mask.dtype == torch.bool else attn_mask == float('-inf')
-        hidden_rows = hidden.all(-1, keepdim=True)
         if attn_mask.dtype == torch.bool:
+            hidden = ~attn_mask
             scores = scores.masked_fill(hidden, float('-inf'))
         else:
-            scores = scores + attn_mask
+            hidden = attn_mask == float('-inf')
+            scores = scores + attn_mask.to(scores.dtype)
     if is_causal:
-        causal = ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
-        scores = scores.masked_fill(~causal, float('-inf'))
-    if hidden_rows is not None:
+        above = ~ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+        scores = scores.masked_fill(above, float('-inf'))
+        hidden = above if hidden is None else hidden | above
+    if hidden is not None and attn_mask is not None:  # causal alone hides no whole row
+        hidden_rows = hidden.all(-1, keepdim=True)
         # Any finite row keeps softmax's output and gradient finite there; then zeros.
         weights = scores.masked_fill(hidden_rows, 0.0).softmax(-1).masked_fill(hidden_rows, 0.0)
     else:
         weights = scores.softmax(-1)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
-    return weights @ value
+    return (weights @ value).to(result_dtype)
 
 
 def multi_head_attention_forward(*args, **kwargs):

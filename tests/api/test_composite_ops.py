@@ -105,3 +105,44 @@ def test_scaled_dot_product_attention(options):
         kwargs['scale'] = t_kwargs['scale'] = 0.3
     assert_same(F.scaled_dot_product_attention(q, k, v, **kwargs),
                 TF.scaled_dot_product_attention(tq, tk, tv, **t_kwargs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('mask_dtype', [torch.bool, torch.float32], ids=str)
+def test_attention_with_a_padding_mask_and_is_causal_gives_zeros_for_hidden_rows(mask_dtype):
+    """Left padding hides the first query row from every key once the causal mask is
+    added: torch's safe softmax gives zeros there; GT's gave NaN, which reached the
+    logits of every row through the next layer."""
+    (q, tq), (k, tk), (v, tv) = pairs((2, 2, 3, 4), (2, 2, 3, 4), (2, 2, 3, 4))
+    keep = np.array([False, True, True]).reshape(1, 1, 1, 3)
+    mask = keep if mask_dtype == torch.bool else np.where(keep, 0.0, -np.inf).astype(np.float32)
+    gmask, tmask = pair(mask)
+    got = F.scaled_dot_product_attention(q, k, v, attn_mask=gmask, is_causal=True)
+    want = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask, is_causal=True)
+    assert not torch.isnan(want).any()
+    assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize('mask', ['none', 'float32 mask', 'causal'])
+def test_half_precision_attention_accumulates_as_torchs(dtype, mask):
+    """Computed in float32 and rounded once, as torch's kernels accumulate: in their own
+    precision GT's error was 3x torch's, and a bf16 nanoGPT sampled other tokens; a
+    float32 additive mask with bf16 inputs made the last matmul refuse mixed dtypes."""
+    generator = np.random.default_rng(0)
+    values = [(array((1, 4, 8, 8), generator=generator) * 3) for _ in range(3)]
+    (q, tq), (k, tk), (v, tv) = [(x.to(dtype), t.to(dtype)) for x, t in map(pair, values)]
+    kwargs, t_kwargs = {}, {}
+    if mask == 'float32 mask':
+        causal = np.triu(np.full((8, 8), -np.inf, np.float32), 1)
+        kwargs['attn_mask'], t_kwargs['attn_mask'] = pair(causal)
+    elif mask == 'causal':
+        kwargs['is_causal'] = t_kwargs['is_causal'] = True
+    got = F.scaled_dot_product_attention(q, k, v, **kwargs)
+    want = TF.scaled_dot_product_attention(tq, tk, tv, **t_kwargs)
+    assert got.dtype == want.dtype == dtype
+    exact = TF.scaled_dot_product_attention(
+        *(t.double() for t in (tq, tk, tv)),
+        **{name: t.double() if name == 'attn_mask' else t for name, t in t_kwargs.items()})
+    torch_error = (want.double() - exact).abs().max().item()
+    gt_error = (got.data.double() - exact).abs().max().item()
+    assert gt_error <= 1.5 * torch_error, (gt_error, torch_error)
