@@ -2,8 +2,9 @@
 `enable_grad`, `set_grad_enabled`, `inference_mode`), per thread as in torch."""
 
 import functools
+import inspect
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 class _GradMode(threading.local):
@@ -38,16 +39,16 @@ class set_grad_enabled:
     def __call__(self, function: Callable) -> Callable:
         grad_mode.enabled = self.previous  # as a decorator, it sets the mode per call only
         mode = self.mode
-
-        @functools.wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
-                return function(*args, **kwargs)
-        return wrapper
+        return _decorated(function, lambda: set_grad_enabled(mode))
 
 
 class no_grad:
-    """Ops recorded inside record no tape (optimizer updates, evaluation)."""
+    """Ops recorded inside record no tape (optimizer updates, evaluation). Also a
+    decorator, with or without the call (`@gt.no_grad()`, `@gt.no_grad`), as in torch."""
+
+    def __new__(cls, function: Callable | None = None) -> Any:
+        made = super().__new__(cls)
+        return made if function is None else made(function)
 
     def __enter__(self) -> None:
         self.previous, grad_mode.enabled = grad_mode.enabled, False
@@ -56,18 +57,17 @@ class no_grad:
         grad_mode.enabled = self.previous
 
     def __call__(self, function: Callable) -> Callable:
-        mode = type(self)  # enable_grad decorates too
-
-        @functools.wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with mode():
-                return function(*args, **kwargs)
-        return wrapper
+        return _decorated(function, type(self))  # enable_grad decorates too
 
 
 class inference_mode(no_grad):
     """torch's inference_mode is no_grad plus tensors that can never join autograd; GT
     keeps no such tensors apart, so it is no_grad (`inference_mode(False)`: no change)."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):  # `@gt.inference_mode`, without the call
+            return cls(True)(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = mode
@@ -83,14 +83,41 @@ class inference_mode(no_grad):
 
     def __call__(self, function: Callable) -> Callable:
         mode = self.mode
-
-        @functools.wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with inference_mode(mode):
-                return function(*args, **kwargs)
-        return wrapper
+        return _decorated(function, lambda: inference_mode(mode))
 
 
 class enable_grad(no_grad):
     def __enter__(self) -> None:
         self.previous, grad_mode.enabled = grad_mode.enabled, True
+
+
+def _decorated(function: Callable, context: Callable[[], Any]) -> Callable:
+    """`function` run under a fresh `context()` per call; a generator function's body
+    under one each time it resumes (a sampling loop that yields its tokens), as torch
+    decorates them, not only while the generator object is made."""
+    if not inspect.isgeneratorfunction(function):
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with context():
+                return function(*args, **kwargs)
+        return wrapper
+
+    @functools.wraps(function)
+    def generator(*args: Any, **kwargs: Any) -> Iterator:
+        inner = function(*args, **kwargs)
+        resume, given = inner.send, None
+        while True:
+            try:
+                with context():
+                    produced = resume(given)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                resume, given = inner.send, (yield produced)
+            except GeneratorExit:
+                with context():
+                    inner.close()
+                raise
+            except BaseException as error:  # thrown in: the body may catch it
+                resume, given = inner.throw, error
+    return generator

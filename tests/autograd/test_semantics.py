@@ -196,6 +196,60 @@ def test_grad_modes_as_decorators(library):
     assert without.__name__ == 'without' and (x * 2).requires_grad
 
 
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_grad_modes_decorate_without_the_call(library):
+    """`@torch.no_grad` and `@torch.inference_mode` without parentheses: GT's bare
+    inference_mode returned a wrapper without running the body, and no_grad refused."""
+    x = library.tensor(DATA, requires_grad=True)
+
+    @library.no_grad
+    def without(tensor):
+        return tensor * 2
+
+    @library.inference_mode
+    def inferring(tensor):
+        return (tensor * 2).requires_grad, library.is_inference_mode_enabled()
+
+    @library.enable_grad
+    def with_grad(tensor):
+        return tensor * 2
+
+    assert not without(x).requires_grad
+    assert inferring(x) == (False, True)
+    with library.no_grad():
+        assert with_grad(x).requires_grad
+    assert (x * 2).requires_grad and not library.is_inference_mode_enabled()
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_a_decorated_generator_runs_each_resumption_in_the_mode(library):
+    """A sampling loop that yields its tokens (streaming generation) under
+    `@torch.no_grad()`: GT left the mode once the generator object was made, so every
+    step recorded its tape; values sent and exceptions thrown in reach the body."""
+    x = library.tensor(DATA, requires_grad=True)
+
+    @library.no_grad()
+    def stream(steps):
+        for _ in range(steps):
+            try:
+                sent = yield (x * 2).requires_grad, library.is_grad_enabled()
+            except ValueError as error:
+                sent = str(error)
+            if sent is not None:
+                yield 'got ' + sent, library.is_grad_enabled()
+        return 'done'
+
+    steps = stream(2)
+    assert next(steps) == (False, False) and library.is_grad_enabled()
+    assert steps.send('a token') == ('got a token', False)
+    assert next(steps) == (False, False)
+    assert steps.throw(ValueError('stop')) == ('got stop', False)
+    with pytest.raises(StopIteration) as ended:
+        next(steps)
+    assert ended.value.value == 'done' and library.is_grad_enabled()
+    assert (x * 2).requires_grad
+
+
 def test_is_leaf_and_requires_grad():
     x, xt = pair()
     c, ct = pair(requires_grad=False)
