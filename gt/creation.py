@@ -1,6 +1,7 @@
 """Making tensors: from data (`tensor`, `from_numpy`), from shapes (`randn`, `zeros`, ...),
 and like other tensors (`zeros_like`, ...). Random tensors are drawn on the worker."""
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,20 @@ def _shape(sizes: tuple, keywords: dict | None = None) -> tuple[int, ...]:
         sizes = (keywords.pop('size'),)
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, torch.Size)):
         sizes = tuple(sizes[0])
-    for size in sizes:
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-            raise TypeError(f'sizes must be integers, got {sizes!r}')
-    return tuple(int(size) for size in sizes)
+    return tuple(_size(size, sizes) for size in sizes)
+
+
+def _size(size: Any, sizes: tuple) -> int:
+    """An int, a numpy integer, or what torch also takes as one: a one-element integer
+    tensor (`zeros(2, lengths.max())`, its value fetched)."""
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
+        return int(size)
+    if isinstance(size, (Tensor, torch.Tensor)) and size.numel() == 1:
+        try:
+            return operator.index(size)
+        except TypeError:
+            pass
+    raise TypeError(f'sizes must be integers, got {sizes!r}')
 
 
 PLACEMENT_KEYWORDS = frozenset({'device', 'layout', 'pin_memory', 'memory_format'})
@@ -93,6 +104,9 @@ def full(size, fill_value, dtype=None, requires_grad=False, **placement) -> Tens
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, **placement) -> Tensor:
     _placement_only(placement)
+    # torch takes one-element tensors as the numbers they hold (`arange(lengths[0], n)`).
+    start, end, step = (value.item() if isinstance(value, (Tensor, torch.Tensor))
+                        and value.numel() == 1 else value for value in (start, end, step))
     if end is None:
         start, end = 0, start
     if step == 0:

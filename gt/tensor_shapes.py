@@ -4,6 +4,7 @@ A mixin of `gt.tensor.Tensor`, kept apart to keep files short; every method reco
 of the table through `gt.tensor.apply`.
 """
 
+import operator
 from typing import Any
 
 import torch
@@ -135,10 +136,11 @@ class ShapeMethods:
 
     def split(self, split_size, dim: int = 0):
         size = self._type.shape[dim]
-        if isinstance(split_size, int):
+        if isinstance(split_size, (int, core.Tensor, torch.Tensor)):  # a 0-d tensor as torch
+            split_size = operator.index(split_size)
             sizes = [min(split_size, size - start) for start in range(0, size, split_size)]
         else:
-            sizes = list(split_size)
+            sizes = [operator.index(length) for length in split_size]
         result = core.apply('split', [self], sizes=sizes, dim=dim)
         parts = tuple(result) if isinstance(result, list) else (result,)
         whole = [['slice', None, None, None]] * normalize_dim('split', dim, self.ndim)
@@ -151,6 +153,8 @@ class ShapeMethods:
 
     def chunk(self, chunks: int, dim: int = 0):
         size = self._type.shape[dim]
+        if size == 0:  # torch's: `chunks` empty pieces
+            return self.split([0] * chunks, dim)
         return self.split(max(1, -(-size // chunks)), dim)
 
     def contiguous(self, memory_format=None):

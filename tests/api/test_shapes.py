@@ -146,3 +146,23 @@ def test_chained_shape_ops():
     expected = want.permute(2, 0, 1).reshape(4, 6).T.unsqueeze(0).expand(2, 6, 4).flatten(0, 1)
     assert_same(result, expected)
     assert_same(gt.cat(result.chunk(3), dim=1), torch.cat(expected.chunk(3), dim=1))
+
+
+def test_one_element_integer_tensors_serve_as_sizes_as_in_torch():
+    """`max_len = lengths.max()` then `zeros(2, max_len)`, `arange(lengths[0], max_len)`,
+    `split(lengths[0])`: torch takes them through `__index__`; GT refused them."""
+    for library in (gt, torch):
+        lengths = library.tensor([3, 5])
+        longest = lengths.max()
+        assert library.zeros(2, longest).shape == (2, 5)
+        assert library.full((2, longest), 0).shape == (2, 5)
+        assert library.ones(longest, longest).shape == (5, 5)
+        assert library.randn(longest).shape == (5,) and library.empty(lengths[0], 2).shape == (3, 2)
+        assert library.arange(lengths[0], longest).tolist() == [3, 4]
+        assert [piece.tolist() for piece in library.arange(8).split(lengths[0])] == [
+            [0, 1, 2], [3, 4, 5], [6, 7]]
+        assert [piece.shape[0] for piece in library.arange(8).split([lengths[0], 5])] == [3, 5]
+        with pytest.raises(TypeError):
+            library.zeros(2, library.tensor(2.5))
+        # torch's chunk of an empty dim: as many empty pieces as asked for
+        assert [tuple(piece.shape) for piece in library.zeros(0, 3).chunk(3)] == [(0, 3)] * 3
