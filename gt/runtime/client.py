@@ -331,7 +331,9 @@ class Client(DispatcherWaits):
         self.reports.raise_errors(reply.errors, any(header is None for header in reply.tensors),
                                   self.pending.base, value_ids)
         frames = iter(frames)
-        return [assemble(header, frames) for header in reply.tensors]
+        values = [assemble(header, frames) for header in reply.tensors]
+        self.reports.warn()
+        return values
 
     @ownership.one_thread_at_a_time
     def dump(self, form: str = 'ir') -> str:

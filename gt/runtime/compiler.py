@@ -83,6 +83,7 @@ class Compiler:
         self.warns_operator = warns_operator  # of the first failure, on stderr
         self.warned = False
         self.sessions_warned: set[int] = set()
+        self.epoch = 0  # sessions' numbering: a restarted dispatcher numbers them anew
         # By session: the warning its next fetch takes, and where its region came from.
         self.warnings: dict[int, tuple[str, Callable[[int], list]]] = {}
         self.building = 0  # Inductor requests queued or under way: the helper is busy
@@ -105,12 +106,12 @@ class Compiler:
     def watch(self, layout: Any, futures: list[Future]) -> None:
         """Count `layout` (of `layout.session`) pending until all its regions' `futures`
         are done, then unused until `used`."""
-        session, left = layout.session, [len(futures)]
+        session, left, epoch = layout.session, [len(futures)], self.epoch
 
         def one_done(_: Future) -> None:
             with self.lock:
                 left[0] -= 1
-                if left[0] == 0 and session in self.layouts_pending:
+                if left[0] == 0 and epoch == self.epoch and session in self.layouts_pending:
                     self.layouts_pending[session] -= 1
                     self.unused.setdefault(session, weakref.WeakSet()).add(layout)
 
@@ -130,6 +131,16 @@ class Compiler:
             self.unused.pop(session, None)
             self.sessions_warned.discard(session)
             self.warnings.pop(session, None)
+
+    def forget_sessions(self) -> None:
+        """The dispatcher restarted: every session number is about to mean another
+        session. A compile under way for an old one fails without a word."""
+        with self.lock:
+            self.epoch += 1
+            self.layouts_pending.clear()
+            self.unused.clear()
+            self.sessions_warned.clear()
+            self.warnings.clear()
 
     def take_warnings(self, session: int) -> list[list]:
         """What `session` is to be warned of (at most once: see the module's docstring),
@@ -151,10 +162,12 @@ class Compiler:
         future: Future = Future()
         with self.lock:
             self.pending += 1
+            self.layouts_pending[session] += 0  # live until end_session: see _report_failure
             if self._packaged(backend):
                 examples = tuple(graph_module.spec_of(value) for value in examples)
                 self.building += 1
-        self.requests.put((future, steps, region, examples, backend, session, origin))
+        self.requests.put((future, steps, region, examples, backend, (self.epoch, session),
+                           origin))
         if self.thread is None:
             self.thread = threading.Thread(target=self._work, daemon=True, name='gt-compile')
             self.thread.start()
@@ -181,7 +194,7 @@ class Compiler:
             request = self.requests.get()
             if request is None:
                 return
-            future, steps, region, examples, backend, session, origin = request
+            future, steps, region, examples, backend, (epoch, session), origin = request
             if self.helper.closed:
                 future.set_exception(RuntimeError('the worker is stopping'))
                 continue
@@ -198,7 +211,8 @@ class Compiler:
                 if not self.helper.closed:  # not a failure: the worker is stopping
                     with self.lock:
                         self.failures += 1
-                    self._report_failure(error, steps, region, backend, session, origin)
+                    self._report_failure(error, steps, region, backend, (epoch, session),
+                                         origin)
                 future.set_exception(error)
             else:
                 with self.lock:
@@ -252,8 +266,15 @@ class Compiler:
                 self.warnings[session] = (warning, origin)
 
     def _report_failure(self, error: Exception, steps: list[Step], region: Region,
-                        backend: str, session: int, origin: Callable[[int], list]) -> None:
-        self.tell(session, failure_warning(error, region, backend), origin)
+                        backend: str, whose: tuple[int, int],
+                        origin: Callable[[int], list]) -> None:
+        """`whose`: the epoch and session the compile was for, warned if it is still
+        there (not ended, and its number not another session's since)."""
+        epoch, session = whose
+        with self.lock:
+            live = epoch == self.epoch and session in self.layouts_pending
+        if live:
+            self.tell(session, failure_warning(error, region, backend), origin)
         if debugging():
             _say(f'compiling {_described(steps, region)} with {backend} failed; it runs '
                  'eagerly:\n' + ''.join(traceback.format_exception(error)))

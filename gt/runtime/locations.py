@@ -31,13 +31,14 @@ def user_location() -> tuple:
     return (None, 0)
 
 
-def user_stacklevel() -> int:
-    """The `stacklevel` at which a `warnings.warn` in the caller of this names the user's
-    line: the first frame up the stack that is not GT's."""
-    level, frame = 1, sys._getframe(1)
+def user_call() -> tuple[int, str]:
+    """Where the user's code called into GT, seen from the caller of this: the
+    `stacklevel` at which its `warnings.warn` names the user's line (the first frame up
+    the stack that is not GT's), and the file of the GT function the user called."""
+    level, frame, entry = 1, sys._getframe(1), ''
     while frame is not None and frame.f_code.co_filename.startswith(GT_DIR):
-        level, frame = level + 1, frame.f_back
-    return level
+        level, entry, frame = level + 1, frame.f_code.co_filename, frame.f_back
+    return level, entry
 
 
 def line_of(code: object, offset: int) -> int:

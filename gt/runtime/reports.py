@@ -9,12 +9,13 @@ used to say only "value 1 does not exist in this session", of a tensor whose own
 had raised nothing.
 """
 
+import os
 import warnings
 from collections import deque
 
 import msgpack
 
-from gt.runtime.locations import describe, user_stacklevel
+from gt.runtime.locations import describe, user_call
 from gt.runtime.session_errors import (
     BY_KIND,
     OUT_OF_MEMORY,
@@ -26,6 +27,11 @@ from gt.runtime.session_errors import (
 
 FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
+# Files of the GT functions through which the user asks for values: a worker's warning is
+# warned of at such a fetch, not at one inside GT's own code (a GradScaler's step), which
+# a warnings-as-errors filter would leave half done.
+VALUE_ACCESS = tuple(os.sep + name for name in ('tensor.py', 'tensor_values.py',
+                                                'serialization.py', 'module_state.py'))
 
 
 class Reports:
@@ -33,6 +39,7 @@ class Reports:
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)  # (base, locations, op names)
         self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.lost: deque = deque(maxlen=ORIGINS_KEPT)  # (first id, end id, error class, why)
+        self.warnings: list[str] = []  # a worker's, not yet warned of (`warn`)
 
     def sent(self, base: int, locations: list, ops: list, outputs: dict) -> None:
         """A fragment left: its ops' names and locations, and the records that made more
@@ -76,9 +83,9 @@ class Reports:
         refused fragment among them is remembered (`next_base`: where the last one sent
         ends), though only the first failure is raised. A failure of no op (a worker
         lost) names where the first of the `fetched` values was made. A worker's warnings
-        among them are warned of at the user's line, after that bookkeeping (a warning
-        filter may raise them) and before the failure."""
-        told = [error for error in errors if error[2] == WARNING]
+        among them are kept for `warn`, with the lines their ops were recorded at."""
+        self.warnings += [text + self._recorded(base, places)
+                          for base, places, kind, text in errors if kind == WARNING]
         errors = [error for error in errors if error[2] != WARNING]
         fresh = []
         for error in errors:
@@ -95,9 +102,6 @@ class Reports:
         if value_failed and not fresh:
             fresh = errors or [[None, None, 'fetch', 'the value failed on a worker']]
         errors = fresh
-        for base, places, _, text in told:
-            warnings.warn(text + self._recorded(base, places), CompileWarning,
-                          stacklevel=user_stacklevel())
         if not errors:
             return
         base, location, op, message = errors[0]
@@ -120,6 +124,14 @@ class Reports:
                 where = describe(locations[location])
                 return f'\n  recorded at {where} ({ops[location]})' if where else ''
         return ''
+
+    def warn(self) -> None:
+        """Warn of the workers' warnings at the user's line, after a fetch succeeded
+        (its values are assembled: a filter that raises a warning loses nothing), if the
+        user asked for the values (VALUE_ACCESS); else they wait for such a fetch."""
+        level, entry = user_call()
+        while self.warnings and entry.endswith(VALUE_ACCESS):
+            warnings.warn(self.warnings.pop(0), CompileWarning, stacklevel=level)
 
     def _recorded(self, base: int | None, places: list | None) -> str:
         """Where a warning's ops were recorded (`places`: the first's and the last's

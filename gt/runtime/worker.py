@@ -187,6 +187,8 @@ class Worker:
         self.programs.clear()
         self.express.programs.clear()
         self.exchange.clear()
+        if self.compiler is not None:
+            self.compiler.forget_sessions()  # the new dispatcher numbers them from 0 again
         self._register()
 
     def _beat(self) -> None:

@@ -377,6 +377,28 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     assert private.logs().count('did not compile with inductor') == 1
 
 
+def test_a_compile_warning_waits_for_a_fetch_the_user_asked_for(cluster, monkeypatch):
+    """Not at a fetch inside GT's own code (clip_grad_norm_ looking at the norm, a
+    GradScaler's step), which a warnings-as-errors filter would break off half done;
+    at the user's next `.item()`, once its value is there."""
+    monkeypatch.setenv('GT_COMPILE', '1')
+    monkeypatch.setenv('GT_COMPILE_BACKEND', 'cudagraphs')  # fails at once on a CPU worker
+    with connected(cluster.address), warnings.catch_warnings():
+        warnings.simplefilter('error')
+        weight = gt.ones(4, 4, requires_grad=True)
+        loss = ((weight * 2.0).relu() + 1.0).sum()
+        loss.backward()
+        deadline = time.monotonic() + 60
+        while not total('compile_failures'):
+            assert time.monotonic() < deadline, worker_stats()
+            time.sleep(0.05)
+        norm = nn.utils.clip_grad_norm_([weight], 1.0, error_if_nonfinite=True)  # fetches
+        with pytest.raises(gt.CompileWarning, match='did not compile with cudagraphs'):
+            norm.item()
+        assert norm.item() == pytest.approx(8.0)  # the session goes on, told once
+        assert loss.item() == 48.0
+
+
 def test_an_auto_started_worker_leaves_a_failed_compile_to_the_scripts_warning(tmp_path):
     """The auto-started worker's stderr is the script's: its user reads one warning, the
     gt.CompileWarning at the script's line, not the operator's line besides."""

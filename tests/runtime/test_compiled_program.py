@@ -214,3 +214,30 @@ def test_gt_debug_compile_names_each_regions_ops(compiler, monkeypatch, capfd):
     assert ('compiling a region of 5 ops (1 matmul, 1 relu, 1 mul, 1 sum, 1 add) with eager'
             in said), said
     assert 'compiled a region of 2 ops (1 mul, 1 tanh) with eager in ' in said, said
+
+
+@pytest.mark.parametrize('meanwhile', ['the session ended', 'the dispatcher restarted'])
+def test_a_compile_failing_after_its_session_is_gone_warns_nobody(compiler, monkeypatch,
+                                                                   meanwhile):
+    """A restarted dispatcher numbers sessions from 0 again: a failure of an old session's
+    compile was handed to the new session 0, and one of an ended session's was kept."""
+    import threading
+
+    release = threading.Event()
+
+    def refuse_later(*_):
+        release.wait(10)
+        raise RuntimeError('the backend refuses')
+
+    monkeypatch.setattr(compiler, '_compile', refuse_later)
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    run(program(['always', 'eager', None], compiler), x, w, session=0)
+    if meanwhile == 'the session ended':
+        compiler.end_session(0)
+    else:
+        compiler.forget_sessions()
+    release.set()
+    wait_for_compiles(compiler)
+    assert compiler.failures == 2
+    assert compiler.take_warnings(0) == [] and not compiler.sessions_warned
+    assert not compiler.layouts_pending.get(0)
