@@ -2,12 +2,14 @@
 
 A GT session's work reaches the workers as whole programs, which they compile once hot
 (`GT_AUTO_COMPILE=1`). `model = torch.compile(model)` in a ported script asks for that:
-it turns hot-program compiling on for the session, with the backend it names. A model
-comes back as torch's does, wrapped in an `OptimizedModule` whose `_orig_mod` it is (so
-state_dict keys carry torch's `_orig_mod.` prefix, and checkpoints of compiled models
-load both ways); a function comes back itself. What compiles is every hot program of the
-session, not only the model's; `mode=` and torch's other options are accepted and left
-to GT. A GT_COMPILE, GT_AUTO_COMPILE or GT_COMPILE_BACKEND the environment sets wins.
+it turns hot-program compiling on for the session, with the backend it names (none: the
+server's, else inductor). A model comes back as torch's does, wrapped in an
+`OptimizedModule` whose `_orig_mod` it is (so state_dict keys carry torch's `_orig_mod.`
+prefix, and checkpoints of compiled models load both ways); a function comes back
+itself. What compiles is every hot program of the session, not only the model's. torch's
+arguments are checked as torch checks them (`mode=` and `options=` are left to GT), and
+`disable=True` returns the model as it is, compiling nothing, as torch's does. A
+GT_COMPILE, GT_AUTO_COMPILE or GT_COMPILE_BACKEND the environment sets wins.
 """
 
 from typing import Any, Callable
@@ -16,11 +18,33 @@ from gt.nn.module import Module
 from gt.runtime import client as connection
 from gt.runtime.compile_settings import check_backend
 
+MODES = ('default', 'reduce-overhead', 'max-autotune-no-cudagraphs', 'max-autotune')
 
-def compile(model: Any = None, *, backend: str = 'inductor', **options: Any) -> Any:
+
+def _check_mode(mode: str) -> None:
+    """torch's check of a mode not in MODES: its own list, which changes between its
+    versions (Inductor's import takes a second or two, so only for an unusual mode)."""
+    from torch._inductor import list_mode_options
+
+    known = list(list_mode_options())
+    if mode not in known:
+        raise RuntimeError(f'Unrecognized mode={mode}, should be one of: {", ".join(known)}')
+
+
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend: str | None = None, mode: str | None = None,
+            options: dict | None = None, disable: bool = False) -> Any:
     """Turn on compiling of this session's hot programs; return a module wrapped as
     torch's is, or a function unchanged (as a decorator, with or without arguments)."""
-    check_backend(backend, 'gt.compile: backend')
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           'specified at the same time.')
+    if mode is not None and mode not in MODES:
+        _check_mode(mode)
+    if backend is not None:
+        check_backend(backend, 'gt.compile: backend')
+    if disable:
+        return _returning_itself if model is None else model
     connection.current().wish_compiled(backend)
     if model is None:
         return _returning_itself

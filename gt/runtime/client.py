@@ -148,9 +148,10 @@ class Client(DispatcherWaits):
                              f'{type(error).__name__}: {error}): {configs}') from None
         self.config_version = version  # else sent again, and refused again, next time
 
-    def wish_compiled(self, backend: str) -> None:
-        """`gt.compile`: compile hot programs with `backend`, where the environment set
-        neither (its settings win); the dispatcher hears it before the next work."""
+    def wish_compiled(self, backend: str | None) -> None:
+        """`gt.compile`: compile hot programs with `backend` (None: the server's choice),
+        where the environment set neither (its settings win); the dispatcher hears it
+        before the next work."""
         when, chosen = self.compile_wish
         wish = [when or 'hot', chosen or backend]
         if wish != self.compile_wish:

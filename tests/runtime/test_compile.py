@@ -131,6 +131,35 @@ def test_gt_compile_turns_compiling_on_for_the_session(cluster, monkeypatch):
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize('arguments', [
+    {'mode': 'fastest'}, {'mode': 'default', 'options': {}}, {'fulgraph': True}],
+    ids=['unknown mode', 'mode and options', 'misspelled argument'])
+def test_gt_compile_refuses_what_torch_compile_refuses(arguments):
+    model = nn.Linear(2, 2)
+    with pytest.raises(Exception) as torchs:
+        torch.compile(torch.nn.Linear(2, 2), **arguments)
+    with pytest.raises(type(torchs.value)) as gts:
+        gt.compile(model, **arguments)
+    assert str(gts.value).replace('gt.compile', 'compile') == str(torchs.value).replace(
+        'torch.compile', 'compile').replace('compile_fx', 'compile'), (gts.value, torchs.value)
+
+
+def test_gt_compile_disabled_or_without_a_backend(cluster, monkeypatch):
+    """`torch.compile(model, disable=not args.compile)`: disabled, the model comes back
+    as it is and nothing is asked of the server; without `backend=`, the session asks for
+    none, so a server started with GT_COMPILE_BACKEND keeps its choice."""
+    for name in ('GT_AUTO_COMPILE', 'GT_COMPILE', 'GT_COMPILE_BACKEND'):
+        monkeypatch.delenv(name, raising=False)
+    with connected(cluster.address) as client:
+        model = nn.Linear(2, 2)
+        before = list(client.compile_wish)
+        assert gt.compile(model, disable=True) is model
+        assert gt.compile(disable=True)(model) is model
+        assert client.compile_wish == before == [None, None]
+        gt.compile(model, mode='reduce-overhead', fullgraph=True, dynamic=True)
+        assert client.compile_wish == ['hot', None]
+
+
 def _regions_started_by_training(steps: int, backend: str | None = None) -> int:
     """Regions compiled or pending after `steps` MLP steps (with `gt.compile(model,
     backend=backend)` first when a backend is given), less those before. Compiles that
