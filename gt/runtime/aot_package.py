@@ -2,9 +2,10 @@
 what they compute (a GPU worker's Inductor compiles in its thread: gt.runtime.compiler).
 
 A package's name is a hash of the region (ops, slots, attrs), its inputs' shapes,
-strides, dtypes and devices, the torch version and GT's op code (`_op_code`), so every
-worker on this machine and every restart finds what any of them built: two users running
-the same model pay for one compile. Packages live in `$TORCHINDUCTOR_CACHE_DIR/gt_aoti`
+strides, dtypes and devices, the torch version, the CPU's features (`_cpu_features`) and
+GT's op code (`_op_code`), so every worker on this machine and every restart finds what
+any of them built: two users running the same model pay for one compile. A package on
+disk that does not load (a torn copy) is removed and built again. Packages live in `$TORCHINDUCTOR_CACHE_DIR/gt_aoti`
 (Inductor's own default directory when the variable is unset). Building one takes
 seconds to tens of seconds; it runs in the compile helper process
 (gt.runtime.compile_helper), never in a worker's thread, so the worker's loop keeps the
@@ -57,9 +58,23 @@ def cache_dir() -> Path:
 
 
 def package_path(wire: list, specs: list) -> Path:
-    key = msgpack.packb([torch.__version__, platform.machine(), _op_code(), wire, specs],
-                        use_bin_type=True)
+    key = msgpack.packb([torch.__version__, platform.machine(), _cpu_features(), _op_code(),
+                         wire, specs], use_bin_type=True)
     return cache_dir() / f'{hashlib.sha256(key).hexdigest()[:32]}.pt2'
+
+
+@functools.cache
+def _cpu_features() -> str:
+    """The CPU's instruction-set extensions, as Linux lists them: Inductor compiles for
+    the CPU it runs on (`-march=native`), so a cache directory shared between machines
+    (over NFS, say) must not hand a package built with AVX-512 to a CPU without it, where
+    it would end the worker loading it (SIGILL)."""
+    try:
+        with open('/proc/cpuinfo') as info:
+            flags = next((line for line in info if line.startswith(('flags', 'Features'))), '')
+    except OSError:
+        flags = ''
+    return hashlib.sha256(' '.join(sorted(flags.split(':')[-1].split())).encode()).hexdigest()[:16]
 
 
 @functools.cache

@@ -236,9 +236,15 @@ class Compiler:
         if self._packaged(backend):
             wire, specs = graph_module.to_wire(steps, region, self.device), list(examples)
             path = aot_package.package_path(wire, specs)
-            if not path.exists():
-                self.helper.build(wire, specs, str(path))
-            loaded = aot_package.load(path, specs)
+            loaded = None
+            if path.exists():
+                try:
+                    loaded = aot_package.load(path, specs)
+                except RuntimeError:  # damaged on disk (a torn copy): built again, below
+                    path.unlink(missing_ok=True)
+            if loaded is None:
+                self.helper.build(wire, specs, str(path))  # at once if another built it
+                loaded = aot_package.load(path, specs)
             # A package's first call sets itself up (a millisecond or more, measured):
             # here, on zeros, rather than in a step of the worker's loop.
             aot_package.try_on_zeros(loaded, specs)

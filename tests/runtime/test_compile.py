@@ -650,3 +650,47 @@ def test_a_package_is_keyed_by_gts_op_code_too(monkeypatch):
     assert aot_package.package_path(wire, specs) == before
     monkeypatch.setattr(aot_package, '_op_code', lambda: 'another version')
     assert aot_package.package_path(wire, specs) != before
+
+
+def test_a_package_is_keyed_by_the_cpus_features(monkeypatch):
+    """Inductor builds for the CPU it runs on: a cache shared between machines must not
+    hand one's package to another CPU, where it could end the worker (SIGILL)."""
+    wire, specs = [[['relu', [0], {}, [1]]], [0], [1], 'cpu'], [[[2], [1], 'float32', 'cpu']]
+    before = aot_package.package_path(wire, specs)
+    monkeypatch.setattr(aot_package, '_cpu_features', lambda: 'a CPU without AVX-512')
+    assert aot_package.package_path(wire, specs) != before
+
+
+def test_a_damaged_package_on_disk_is_built_again(tmp_path, monkeypatch):
+    """A package file that does not load (a torn copy) used to fail its region at every
+    start of every worker; it is removed and built again."""
+    monkeypatch.setenv('TORCHINDUCTOR_CACHE_DIR', str(tmp_path))
+    wire, specs = [[['relu', [0], {}, [1]]], [0], [1], 'cpu'], [[[2], [1], 'float32', 'cpu']]
+    monkeypatch.setattr(compiler.graph_module, 'to_wire', lambda *_: wire)
+    path = aot_package.package_path(wire, specs)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'half a package')
+    built = []
+
+    def build(self, wire, specs, target):
+        built.append(target)
+        pathlib.Path(target).write_bytes(b'a whole package')
+
+    def load(found, specs):
+        if found.read_bytes() != b'a whole package':
+            raise RuntimeError('Failed to initialize zip archive: failed finding central '
+                               'directory')
+        return lambda *values: ['ran']
+
+    monkeypatch.setattr(compiler.CompileHelper, 'build', build)
+    monkeypatch.setattr(aot_package, 'load', load)
+    monkeypatch.setattr(aot_package, 'try_on_zeros', lambda *_: None)
+    worker_compiler = compiler.Compiler('cpu')
+    try:
+        package = worker_compiler._compile([], compiler.Region((), (), ()), tuple(specs),
+                                           'inductor')
+        assert package() == ['ran'] and built == [str(path)]
+        worker_compiler._compile([], compiler.Region((), (), ()), tuple(specs), 'inductor')
+        assert built == [str(path)]  # whole now: loaded, not built again
+    finally:
+        worker_compiler.close()
