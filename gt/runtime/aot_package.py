@@ -5,9 +5,9 @@ A package's name is a hash of the region (ops, slots, attrs), its inputs' shapes
 strides, dtypes and devices, the torch version, the CPU's features (`_cpu_features`) and
 GT's op code (`_op_code`), so every worker on this machine and every restart finds what
 any of them built: two users running the same model pay for one compile. A package on
-disk that does not load (a torn copy) is removed and built again. Packages live in `$TORCHINDUCTOR_CACHE_DIR/gt_aoti`
-(Inductor's own default directory when the variable is unset). Building one takes
-seconds to tens of seconds; it runs in the compile helper process
+disk that does not load (a torn copy) is removed and built again. Packages live in
+`$TORCHINDUCTOR_CACHE_DIR/gt_aoti` (Inductor's own default directory when the variable
+is unset). Building one takes seconds to tens of seconds; it runs in the compile helper process
 (gt.runtime.compile_helper), never in a worker's thread, so the worker's loop keeps the
 interpreter lock. Loading one takes milliseconds.
 
