@@ -78,9 +78,10 @@ class CompileHelper:
 
     def close(self) -> None:
         self.closed = True  # a compile still queued must not start a new helper
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        process = self.process  # the compile thread may drop it meanwhile (`_died`)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def serve(parent: int) -> None:

@@ -282,7 +282,7 @@ class Compiler:
         if live:
             self.tell(session, failure_warning(error, region, backend), origin)
         if debugging():
-            _say(f'compiling {_described(steps, region)} with {backend} failed; it runs '
+            _say(f'{_described(steps, region)} did not compile with {backend}; it runs '
                  'eagerly:\n' + ''.join(traceback.format_exception(error)))
         elif self.warns_operator and not self.warned:
             self.warned = True
@@ -293,7 +293,7 @@ class Compiler:
 def failure_warning(error: BaseException, region: Region, backend: str) -> str:
     """What a session whose program failed to compile is told."""
     return (f'{_failure(error, region, backend)}, with the same results (GT_DEBUG_COMPILE=1 '
-            "in the worker's environment prints why)")
+            "in the worker's environment prints the whole error)")
 
 
 def _described(steps: list[Step], region: Region) -> str:

@@ -148,7 +148,9 @@ class Reports:
             return ''
         if first == last:
             return f'\n  recorded at {where[0]} ({ops[first]})'
-        return f'\n  recorded from {where[0]} ({ops[first]}) to {where[1]} ({ops[last]})'
+        # Not "from ... to": a fragment may span a loop's turns, its last op's line first.
+        return (f'\n  its first op recorded at {where[0]} ({ops[first]}), its last at '
+                f'{where[1]} ({ops[last]})')
 
     def unsent(self, pending: object, position: int | None, error: Exception, first: int,
                end: int) -> Exception:

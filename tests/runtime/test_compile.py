@@ -395,7 +395,7 @@ def test_a_failing_compile_falls_back_to_eager_with_one_warning(start_cluster, t
     assert 'did not compile with inductor (RuntimeError: NotADirectoryError' in str(
         told[0].message)
     assert 'it runs eagerly, with the same results' in str(told[0].message)
-    assert f'recorded from {__file__}:' in str(told[0].message)  # the region's ops
+    assert f'its first op recorded at {__file__}:' in str(told[0].message)  # its ops
     assert told[0].filename == __file__
     # A second session is told once too; the operator's line was the worker's first.
     with connected(private.address), warnings.catch_warnings(record=True) as caught:
@@ -453,7 +453,8 @@ def test_an_auto_started_worker_leaves_a_failed_compile_to_the_scripts_warning(t
     assert result.stderr.count('CompileWarning: a region of') == 1, result.explain()
     assert 'did not compile with inductor' in result.stderr
     assert re.search(r'<string>:\d+: CompileWarning', result.stderr), result.explain()
-    assert re.search(r'recorded from <string>:\d+ \(\w+\) to <string>:\d+', result.stderr)
+    assert re.search(r'first op recorded at <string>:\d+ \(\w+\), its last at <string>:\d+',
+                     result.stderr), result.explain()
     assert 'gt worker' not in result.stderr, result.explain()
 
 

@@ -186,7 +186,7 @@ def test_a_failed_compile_warns_each_session_running_the_program_once(compiler, 
     wait_for_compiles(compiler)
     text = ('a region of 5 ops did not compile with eager (RuntimeError: the backend '
             'refuses); it runs eagerly, with the same results (GT_DEBUG_COMPILE=1 in the '
-            "worker's environment prints why)")
+            "worker's environment prints the whole error)")
     # The region: matmul (location 0) to add (location 5), the scalar hoisted out; in the
     # fragment the session ran last, while it is the program's last run.
     for session, bases in ((1, (110, 120)), (2, (200, 210))):

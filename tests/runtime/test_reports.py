@@ -86,9 +86,9 @@ def test_a_workers_warning_is_warned_of_with_its_lines_and_raises_nothing(monkey
         reports.warn()
     told = [str(item.message) for item in caught if item.category is gt.CompileWarning]
     line = code.co_firstlineno
-    assert told == [f'a region of 2 ops did not compile\n  recorded from {__file__}:{line} '
-                    f'(matmul) to {__file__}:{line} (add)', 'of a forgotten fragment',
-                    told[0]]
+    assert told == [f'a region of 2 ops did not compile\n  its first op recorded at '
+                    f'{__file__}:{line} (matmul), its last at {__file__}:{line} (add)',
+                    'of a forgotten fragment', told[0]]
     assert {item.filename for item in caught} == {__file__}
     # A filter that makes the warning an error raises it only from `warn`, after the
     # failure beside it: the refused fragment's tensors still say why they were not made.
