@@ -9,7 +9,15 @@ from typing import Any
 import torch
 
 from gt import tensor as core
+from gt.ir.dtypes import representable
 from gt.numpy_names import numpy_names
+
+# The C++ names torch's messages give dtypes: of a mask's type, and of a value's target.
+C_TYPES = {torch.uint8: 'unsigned char', torch.int8: 'signed char', torch.int16: 'short int',
+           torch.int32: 'int', torch.int64: 'long int', torch.float32: 'float',
+           torch.float64: 'double', torch.float16: 'c10::Half', torch.bfloat16: 'c10::BFloat16'}
+FIXED_WIDTH_TYPES = {**C_TYPES, torch.uint8: 'uint8_t', torch.int8: 'int8_t',
+                     torch.int16: 'int16_t', torch.int64: 'int64_t'}
 
 
 class MathMethods:
@@ -177,7 +185,17 @@ class MathMethods:
 
     # ---- built from rows, so they shard, differentiate and compile as rows do ----------
     def masked_fill(self, mask, value):
-        """`value` where `mask`, else this tensor; the result keeps this tensor's dtype."""
+        """`value` where `mask`, else this tensor; the result keeps this tensor's dtype.
+        Checked as torch checks it: a boolean mask, and a number that fits the dtype
+        (`-1e9` in half precision is an error, not -inf)."""
+        mask_dtype = getattr(mask, 'dtype', None)
+        if mask_dtype is not None and mask_dtype != torch.bool:
+            raise RuntimeError('masked_fill_ only supports boolean masks, but got mask with '
+                               f'dtype {C_TYPES.get(mask_dtype, mask_dtype)}')
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not \
+                representable(value, self._type.dtype):
+            raise RuntimeError(f'value cannot be converted to type '
+                               f'{FIXED_WIDTH_TYPES.get(self.dtype, self.dtype)} without overflow')
         fill = core.as_tensor(value, like=self)
         if fill.ndim:
             raise RuntimeError(f'masked_fill only supports a 0-dimensional value tensor, but '

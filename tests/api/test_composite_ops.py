@@ -146,3 +146,25 @@ def test_half_precision_attention_accumulates_as_torchs(dtype, mask):
     torch_error = (want.double() - exact).abs().max().item()
     gt_error = (got.data.double() - exact).abs().max().item()
     assert gt_error <= 1.5 * torch_error, (gt_error, torch_error)
+
+
+@pytest.mark.parametrize('dtype, value', [
+    (torch.float16, -1e9), (torch.bfloat16, 1e39), (torch.int64, float('-inf')),
+    (torch.int8, 300), (torch.int16, 2 ** 20), (torch.int32, 2 ** 40)], ids=str)
+def test_masked_fill_refuses_a_value_the_dtype_cannot_hold(dtype, value):
+    """`-1e9` in half precision: torch raises; GT filled in -inf without a word."""
+    mask = torch.tensor([True, False])
+    with pytest.raises(RuntimeError) as torchs:
+        torch.ones(2, dtype=dtype).masked_fill(mask, value)
+    with pytest.raises(RuntimeError) as gts:
+        gt.ones(2, dtype=dtype).masked_fill(gt.tensor(mask), value)
+    assert str(gts.value) == str(torchs.value)
+
+
+@pytest.mark.parametrize('dtype', [torch.uint8, torch.int64, torch.float32], ids=str)
+def test_masked_fill_takes_boolean_masks_only(dtype):
+    with pytest.raises(RuntimeError) as torchs:
+        torch.ones(2).masked_fill(torch.tensor([1, 0], dtype=dtype), 0.0)
+    with pytest.raises(RuntimeError) as gts:
+        gt.ones(2).masked_fill(gt.tensor([1, 0], dtype=dtype), 0.0)
+    assert str(gts.value) == str(torchs.value)

@@ -166,3 +166,13 @@ def test_one_element_integer_tensors_serve_as_sizes_as_in_torch():
             library.zeros(2, library.tensor(2.5))
         # torch's chunk of an empty dim: as many empty pieces as asked for
         assert [tuple(piece.shape) for piece in library.zeros(0, 3).chunk(3)] == [(0, 3)] * 3
+
+
+def test_in_looks_through_every_element_as_torchs():
+    """`eos in ids` on a batch of sequences: GT iterated the rows and asked each for a
+    truth value, which a row of several elements has none of."""
+    for library in (gt, torch):
+        ids = library.tensor([[5, 2, 9], [1, 3, 4]])
+        assert 9 in ids and 7 not in ids and library.tensor(3) in ids and 2.0 in ids
+        with pytest.raises(RuntimeError, match='only supports Tensor or scalar'):
+            'a' in ids  # noqa: B015
