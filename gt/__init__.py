@@ -115,7 +115,7 @@ from gt.runtime.session_errors import (
 )
 from gt.serialization import load, save
 from gt.tensor import Tensor
-from gt.tensor_device import device
+from gt.tensor_device import Generator, device
 
 try:
     __version__ = _metadata.version('gt')
@@ -207,7 +207,8 @@ def sync() -> None:
 
 
 __all__ = [
-    'Tensor', 'device', 'tensor', 'as_tensor', 'asarray', 'from_numpy', 'randn', 'rand',
+    'Tensor', 'device', 'Generator', 'tensor', 'as_tensor', 'asarray', 'from_numpy', 'randn',
+    'rand',
     'zeros', 'ones', 'full', 'arange', 'zeros_like', 'ones_like', 'randn_like', 'rand_like',
     'full_like', 'manual_seed', 'get_rng_state', 'set_rng_state', 'seed', 'initial_seed',
     'random', 'connect', 'gpu_workers', 'sync', 'is_tensor', 'no_grad', 'enable_grad',
@@ -243,7 +244,7 @@ def __getattr__(name: str):
 
 
 _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'finfo', 'iinfo',
-                         'Generator', 'get_default_dtype', 'promote_types',
+                         'get_default_dtype', 'promote_types',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
                          'set_printoptions',  # printing fetches into torch tensors

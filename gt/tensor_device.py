@@ -27,6 +27,14 @@ class Device(str):
     def __repr__(self) -> str:
         return f"device(type='{self}')"
 
+    def __enter__(self) -> 'Device':
+        """`with torch.device(x.device):` makes factories default to that device; GT's
+        make their tensors on the cluster anyway, so nothing changes."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
 
 GT_DEVICE = Device('gt')
 
@@ -44,6 +52,21 @@ class device(metaclass=_DeviceKind):
         if isinstance(kind, Device) or kind == 'gt':
             return GT_DEVICE
         return torch.device(kind) if index is None else torch.device(kind, index)
+
+
+class _GeneratorKind(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, torch.Generator)
+
+
+class Generator(metaclass=_GeneratorKind):
+    """`gt.Generator`: torch's, in this process, for draws that name it (`randperm(n,
+    generator=g)`, a DataLoader's shuffle); `Generator(device=x.device)` of a GT tensor
+    is a CPU one, where GT takes such a generator's draws from."""
+
+    def __new__(cls, device: Any = 'cpu') -> torch.Generator:
+        return torch.Generator('cpu' if isinstance(device, Device) or device == 'gt'
+                               else device)
 
 
 # torch's flags for where a tensor is and how it is stored; a GT tensor is dense, on

@@ -165,6 +165,20 @@ def test_a_tensor_is_on_the_gt_device_and_goes_back_where_torch_takes_a_device()
     assert gt.zeros(1, device=gt.device('gt')).tolist() == [0.0]
 
 
+def test_a_tensors_device_serves_as_a_context_and_a_generators_device():
+    """gpt-fast's `with torch.device(x.device):` and `torch.Generator(device=x.device)`:
+    the context changes nothing (GT makes tensors on the cluster anyway), and the
+    generator is torch's, in this process, on the CPU, drawing torch's numbers."""
+    x = gt.ones(2)
+    with gt.device(x.device) as chosen:
+        assert chosen == x.device and gt.zeros(2).tolist() == [0.0, 0.0]
+    generator = gt.Generator(device=x.device).manual_seed(0)
+    assert isinstance(generator, gt.Generator) and isinstance(generator, torch.Generator)
+    assert isinstance(torch.Generator(), gt.Generator) and generator.device.type == 'cpu'
+    assert gt.randperm(6, generator=generator).tolist() == torch.randperm(
+        6, generator=torch.Generator().manual_seed(0)).tolist()
+
+
 def test_cuda_on_a_module_is_the_module():
     model = gt.nn.Linear(2, 2)
     assert model.cuda() is model and model.cpu() is model
