@@ -129,6 +129,8 @@ class Reports:
         """Warn of the workers' warnings at the user's line, after a fetch succeeded
         (its values are assembled: a filter that raises a warning loses nothing), if the
         user asked for the values (VALUE_ACCESS); else they wait for such a fetch."""
+        if not self.warnings:
+            return  # every fetch comes here: the stack is looked at only when needed
         level, entry = user_call()
         while self.warnings and entry.endswith(VALUE_ACCESS):
             warnings.warn(self.warnings.pop(0), CompileWarning, stacklevel=level)
