@@ -43,6 +43,11 @@ class ShapeMethods:
         return views.mark(result, self, views.reshape_step(size))
 
     def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            # its bits read as another dtype, torch's call by name (a copy: writes to it
+            # do not reach this tensor)
+            from gt import fallback
+            return fallback.call('Tensor.view', (self, shape[0]), {})
         result = core.apply('reshape', [self], shape=_sizes(shape))
         return views.mark(result, self, views.reshape_step(list(result._type.shape)))
 

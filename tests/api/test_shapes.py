@@ -176,3 +176,11 @@ def test_in_looks_through_every_element_as_torchs():
         assert 9 in ids and 7 not in ids and library.tensor(3) in ids and 2.0 in ids
         with pytest.raises(RuntimeError, match='only supports Tensor or scalar'):
             'a' in ids  # noqa: B015
+
+
+def test_view_as_another_dtype_reads_the_bits_as_torch():
+    x, tx = pair(array((2, 4)))
+    for dtype in (torch.int32, torch.int16, torch.uint8, torch.float32):
+        assert_same(x.view(dtype), tx.view(dtype))
+    with pytest.raises(RuntimeError):
+        gt.ones(3).view(torch.float64)
