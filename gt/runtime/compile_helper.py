@@ -17,6 +17,7 @@ the next request.
 
 import argparse
 import os
+import select
 import signal
 import struct
 import subprocess
@@ -30,6 +31,9 @@ import msgpack
 from gt.runtime import environment
 
 NICER = 10  # the helper's niceness above its worker's: the running programs come first
+# A build this long is taken for hung (a cold Inductor build of a region takes 10-60 s):
+# its region runs eagerly, and the worker stops yielding the helper a core.
+BUILD_SECONDS = 1200.0
 
 
 class CompileHelper:
@@ -46,6 +50,11 @@ class CompileHelper:
             self._start()
         try:
             _write(self.process.stdin, [wire, specs, path])
+            if not select.select([self.process.stdout], [], [], BUILD_SECONDS)[0]:
+                self.process.kill()  # stopped or hung: the next request starts another
+                self._died(path)
+                raise RuntimeError(f'the compile helper built for over {BUILD_SECONDS:.0f} s '
+                                   '(hung, or stopped), and was ended')
             reply = _read(self.process.stdout)
         except (EOFError, BrokenPipeError):
             raise RuntimeError(self._died(path)) from None

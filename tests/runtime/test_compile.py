@@ -695,3 +695,27 @@ def test_a_damaged_package_on_disk_is_built_again(tmp_path, monkeypatch):
         assert built == [str(path)]  # whole now: loaded, not built again
     finally:
         worker_compiler.close()
+
+
+def test_a_hung_compile_helper_is_ended_and_its_region_fails(monkeypatch):
+    """A helper that never answers (stopped, or a compiler hung) kept its region pending
+    for good, and the worker yielding it a core."""
+    import signal as signals
+
+    from gt.runtime import compile_helper
+
+    monkeypatch.setattr(compile_helper, 'BUILD_SECONDS', 1.0)
+    helper = compile_helper.CompileHelper()
+    helper._start()
+    stopped = helper.process
+    os.kill(stopped.pid, signals.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=r'built for over 1 s \(hung, or stopped\)'):
+            helper.build([], [], '/nonexistent/package.pt2')
+        assert time.monotonic() - started < 30
+        assert stopped.poll() is not None and helper.process is None
+    finally:
+        if stopped.poll() is None:
+            stopped.kill()
+        helper.close()
