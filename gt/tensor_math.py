@@ -188,10 +188,9 @@ class MathMethods:
         """`value` where `mask`, else this tensor; the result keeps this tensor's dtype.
         Checked as torch checks it: a boolean mask, and a number that fits the dtype
         (`-1e9` in half precision is an error, not -inf)."""
-        mask_dtype = getattr(mask, 'dtype', None)
-        if mask_dtype is not None and mask_dtype != torch.bool:
+        if isinstance(mask, (core.Tensor, torch.Tensor)) and mask.dtype != torch.bool:
             raise RuntimeError('masked_fill_ only supports boolean masks, but got mask with '
-                               f'dtype {C_TYPES.get(mask_dtype, mask_dtype)}')
+                               f'dtype {C_TYPES.get(mask.dtype, mask.dtype)}')
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not \
                 representable(value, self._type.dtype):
             raise RuntimeError(f'value cannot be converted to type '
