@@ -15,6 +15,7 @@ gt/ir/ops/torch_calls.py). Two kinds of call need the values:
 """
 
 import functools
+import operator
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import torch
 from gt import views
 from gt.autograd import grad_mode
 from gt.ir import torch_functions
-from gt.ir.dtypes import TORCH_DTYPES
+from gt.ir.dtypes import INTEGRAL, TORCH_DTYPES
 from gt.ir.ops import torch_calls
 from gt.ir.ops.torch_calls import NeedsData, signature
 from gt.ir.torch_arguments import encode, flatten, rebuild
@@ -90,6 +91,10 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
         found = signature(name, types, wire_args, wire_kwargs, factory=not inputs)
     except NeedsData:
         return _run_here(name, args, kwargs, inputs)
+    if random and found.types is None:
+        counted = _counts_as_numbers(args, kwargs)
+        if counted is not None:  # `multinomial(p, lengths[0])`: torch reads the count too
+            return recorded_call(name, *counted)
     if not flatten(found.skeleton):
         if torch_functions.in_place(name):
             raise TypeError(f'{name} updates no tensor')
@@ -340,6 +345,22 @@ def _materialized(item: Any) -> Any:
     if type(item) in (list, tuple):
         return type(item)(_materialized(x) for x in item)
     return item
+
+
+def _counts_as_numbers(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """`args` and `kwargs` with each one-element integer GT tensor as the number it holds
+    (fetched), as torch reads such a count through `__index__`; None if there is none. A
+    random draw whose result's shape depends on its inputs' values cannot be measured
+    first (measuring would draw), so its counts are read here instead."""
+    def number(value: Any) -> Any:
+        if isinstance(value, Tensor) and value.ndim == 0 and value._type.dtype in INTEGRAL:
+            return operator.index(value)
+        return value
+
+    counted = tuple(map(number, args)), {key: number(value) for key, value in kwargs.items()}
+    changed = any(a is not b for a, b in zip(counted[0], args)) or any(
+        counted[1][key] is not kwargs[key] for key in kwargs)
+    return counted if changed else None
 
 
 def _own_method(attribute: str) -> Any:

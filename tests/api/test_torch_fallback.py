@@ -253,3 +253,18 @@ def test_dropouts_by_name_draw_from_the_session_as_torchs_from_its_seed(draw):
         lib.manual_seed(3)
         results.append(draw(lib, lib.ones(4, 6)))
     assert_same(*results)
+
+
+def test_a_random_draw_reads_a_one_element_integer_tensor_as_its_count():
+    """`multinomial(p, lengths[0])`: torch reads the count through __index__; GT refused
+    it, a draw's result shape being unknown until its values are (a draw cannot be run
+    twice to measure it)."""
+    draws = []
+    for library in (gt, torch):
+        library.manual_seed(1)
+        lengths = library.tensor([3, 5])
+        rows = library.multinomial(library.ones(2, 6), lengths[0])
+        picked = library.multinomial(library.tensor([0.1, 0.2, 0.7]), num_samples=lengths[1],
+                                     replacement=True)
+        draws.append((tuple(rows.shape), picked.tolist()))
+    assert draws[0] == draws[1] and draws[0][0] == (2, 3)
