@@ -91,10 +91,12 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
         found = signature(name, types, wire_args, wire_kwargs, factory=not inputs)
     except NeedsData:
         return _run_here(name, args, kwargs, inputs)
-    if random and found.types is None:
+    if random and found.types is None and not writes_input:
         counted = _counts_as_numbers(args, kwargs)
         if counted is not None:  # `multinomial(p, lengths[0])`: torch reads the count too
-            return recorded_call(name, *counted)
+            counted_args, counted_kwargs = counted
+            return recorded_call(name, counted_args,
+                                 dict(counted_kwargs, requires_grad=requires_grad))
     if not flatten(found.skeleton):
         if torch_functions.in_place(name):
             raise TypeError(f'{name} updates no tensor')
