@@ -138,13 +138,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         for index in range(len(self)):
             yield self[index]
 
-    def __contains__(self, element: Any) -> bool:
-        """`token in ids`, for any shape, as torch's: whether any element equals it."""
-        if not isinstance(element, (Tensor, torch.Tensor, int, float, complex)):
-            raise RuntimeError('Tensor.__contains__ only supports Tensor or scalar, but you '
-                               f'passed in a {type(element)}.')
-        return bool((self == element).any())
-
     def __hash__(self) -> int:
         return id(self)
 

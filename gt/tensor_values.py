@@ -44,6 +44,13 @@ class ValueMethods:
     def tolist(self) -> Any:
         return self._value().tolist()
 
+    def __contains__(self, element: Any) -> bool:
+        """`token in ids`, for any shape, as torch's: whether any element equals it."""
+        if not isinstance(element, (core.Tensor, torch.Tensor, int, float, complex)):
+            raise RuntimeError('Tensor.__contains__ only supports Tensor or scalar, but you '
+                               f'passed in a {type(element)}.')
+        return bool((self == element).any())
+
     def __bool__(self) -> bool:
         if self.numel() != 1:
             raise RuntimeError(f'the truth value of a tensor with {self.numel()} elements is '

@@ -30,7 +30,7 @@ from gt.runtime.curve import describe_peer
 from gt.runtime.fragment import FragmentError
 from gt.runtime.guards import REFUSAL, Limits, OutOfMemory
 from gt.runtime.monitoring import Monitor, accounting, top_ops
-from gt.runtime.peers import PendingRequest, Session, WorkerHandle
+from gt.runtime.peers import MissingValue, PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner
 from gt.runtime.protocol import (
     Configure,
@@ -294,7 +294,7 @@ class Dispatcher(WorkerLinks):
         for position, value_id in enumerate(message.fetch):
             entry = session.values.get(value_id)
             if entry is None:
-                session.errors.append([None, None, 'fetch', self._missing(session, value_id)])
+                session.errors.append([None, None, 'fetch', session.why_missing(value_id)])
                 continue
             placement = entry[2]
             holders = placement.workers
@@ -330,23 +330,12 @@ class Dispatcher(WorkerLinks):
         if message.fetch and not fetches:
             self._finish(request)
 
-    @staticmethod
-    def _missing(session: Session, value_id: int) -> str:
-        lost_with = session.lost_values.get(value_id)
-        if lost_with is not None:
-            return f'value {value_id} was lost with {lost_with}'
-        why = session.refused_why(value_id)
-        if why is not None:
-            return (f'value {value_id} was never made: the server refused the work that '
-                    f'made it ({why})')
-        return f'value {value_id} does not exist in this session'
-
     def _plan(self, session: Session, message: Submit) -> Plan:
         external_types = []
         for value_id in message.externals:
             entry = session.values.get(value_id)
             if entry is None:
-                raise MissingValue(self._missing(session, value_id),
+                raise MissingValue(session.why_missing(value_id),
                                    session.refused_why(value_id))
             external_types.append(entry)
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
@@ -496,14 +485,3 @@ class Dispatcher(WorkerLinks):
             'bytes_relayed': self.bytes_to_workers - self.bytes_from_clients,
             'done_messages': self.done_messages, 'done_programs': self.done_programs,
         }
-
-
-
-class MissingValue(ValueError):
-    """A fragment reads a value its session does not hold; `cause`: why the server refused
-    the work that would have made it, which the refusal of this fragment repeats rather
-    than nests."""
-
-    def __init__(self, text: str, cause: str | None) -> None:
-        super().__init__(text)
-        self.cause = cause

@@ -54,6 +54,16 @@ class WorkerHandle:
         return f'worker{self.index}'
 
 
+class MissingValue(ValueError):
+    """A fragment reads a value its session does not hold; `cause`: why the server refused
+    the work that would have made it, which the refusal of this fragment repeats rather
+    than nests."""
+
+    def __init__(self, text: str, cause: str | None) -> None:
+        super().__init__(text)
+        self.cause = cause
+
+
 @dataclass(eq=False)  # compared by identity: the scheduler keeps sessions in lists
 class Session:
     number: int
@@ -126,6 +136,17 @@ class Session:
             if base <= value_id and (end is None or value_id < end):
                 return why
         return None
+
+    def why_missing(self, value_id: int) -> str:
+        """What to tell of a read of `value_id`, which the session does not hold."""
+        lost_with = self.lost_values.get(value_id)
+        if lost_with is not None:
+            return f'value {value_id} was lost with {lost_with}'
+        why = self.refused_why(value_id)
+        if why is not None:
+            return (f'value {value_id} was never made: the server refused the work that '
+                    f'made it ({why})')
+        return f'value {value_id} does not exist in this session'
 
     def lose_values_on(self, worker: int, words: str) -> None:
         """Forget the values that worker held (a piece or a copy): a worker that comes back
