@@ -238,6 +238,8 @@ class MathMethods:
         return _scaled_sum(self, mat1 @ mat2, beta, alpha)
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        if self.dtype in (torch.float16, torch.bfloat16):  # as addmm's
+            return _by_name(self, 'baddbmm')(batch1, batch2, beta=beta, alpha=alpha)
         return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
     # Composed (gt/covariance.py), so that their gradients run on the cluster.

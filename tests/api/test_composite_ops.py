@@ -52,6 +52,20 @@ def test_batched_products():
         gt.bmm(a, gt.ones(3, 4, 5))
 
 
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision_products_round_once_as_torchs_kernels(dtype):
+    """torch's addmm and baddbmm scale and add inside the product's kernel; the same sum
+    of two rounded terms differed from it by an ulp (bf16 baddbmm, found in an audit)."""
+    generator = torch.Generator().manual_seed(0)
+    tm, ta, tb = (torch.randn(*shape, generator=generator).to(dtype)
+                  for shape in ((2, 8, 8), (2, 8, 16), (2, 16, 8)))
+    m, a, b = gt.tensor(tm), gt.tensor(ta), gt.tensor(tb)
+    assert torch.equal(gt.baddbmm(m, a, b, beta=0.5, alpha=2.0).cpu(),
+                       torch.baddbmm(tm, ta, tb, beta=0.5, alpha=2.0))
+    assert torch.equal(m.baddbmm(a, b).cpu(), tm.baddbmm(ta, tb))
+    assert torch.equal(m[0].addmm(a[0], b[0], alpha=3).cpu(), tm[0].addmm(ta[0], tb[0], alpha=3))
+
+
 def test_one_hot():
     labels = np.array([0, 3, 1, 3])
     got, want = pair(labels)
