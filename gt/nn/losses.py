@@ -71,17 +71,24 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return _weighted((input - target).abs(), weight, reduction)
 
 
+def _scalar_type(dtype: torch.dtype) -> str:
+    """How torch's messages name a dtype: 'Double' for float64."""
+    return torch.empty(0, dtype=dtype).type().removeprefix('torch.').removesuffix('Tensor')
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = 'mean') -> Tensor:
-    """On probabilities; torch clamps each log at -100 so that 0 and 1 give finite loss."""
+    """On probabilities, by torch's kernel (gt/ir/ops/losses.py): each log clamped at
+    -100, so that 0 and 1 give a finite loss, and a finite gradient there too."""
     reduction = _legacy(size_average, reduce, reduction)
     _check('binary_cross_entropy', input, target, reduction)
+    if target.dtype != input.dtype:
+        raise RuntimeError(f'Found dtype {_scalar_type(target.dtype)} but expected '
+                           f'{_scalar_type(input.dtype)}')
     emit('check_between', input, low=0.0, high=1.0,
          message='all elements of input should be between 0 and 1')
-    log_p = input.log().clamp(min=-100.0)
-    log_not_p = (1 - input).log().clamp(min=-100.0)
-    loss = -(target * log_p + (1 - target) * log_not_p)
+    loss = emit('binary_cross_entropy', input, target)
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 

@@ -1,4 +1,5 @@
-"""Gradients of 'layer_norm', 'layer_norm_backward' and 'nll_loss_forward' against torch:
+"""Gradients of 'layer_norm', 'layer_norm_backward', 'nll_loss_forward',
+'binary_cross_entropy' and 'binary_cross_entropy_backward' against torch:
 torch's own kernels, so float32 gradients are torch's bits; second derivatives as torch's
 double backward gives them (float64)."""
 
@@ -152,3 +153,49 @@ def test_nll_loss_forward_gives_the_weight_a_gradient():
         counted = weight[index] * kept
         return -(picked * counted).sum(), counted.sum()
     check_vs_torch(fn, (5, 3), (3,))
+
+
+def _bce_inputs(dtype):
+    """Probabilities with the saturated ends a sigmoid reaches (0 and 1 exactly), and
+    soft targets."""
+    generator = torch.Generator().manual_seed(5)
+    p = torch.rand(4, 5, generator=generator, dtype=dtype) * 0.98 + 0.01
+    p[0, :2] = torch.tensor([0.0, 1.0], dtype=dtype)
+    return p, torch.rand(4, 5, generator=generator, dtype=dtype)
+
+
+@pytest.mark.parametrize('reduction', ['mean', 'sum', 'none'])
+def test_binary_cross_entropy_gradients_are_torchs_bits(reduction):
+    """torch's backward kernel, including at 0 and 1, where a gradient composed from
+    clamped logs had been NaN."""
+    p, target = _bce_inputs(torch.float32)
+    cotangent = _random((4, 5), seed=6)[0]
+    mine = gt.tensor(p, requires_grad=True)
+    loss = F.binary_cross_entropy(mine, gt.tensor(target), reduction=reduction)
+    (loss * gt.tensor(cotangent) if reduction == 'none' else loss).sum().backward()
+    theirs = p.clone().requires_grad_()
+    expected = torch.nn.functional.binary_cross_entropy(theirs, target, reduction=reduction)
+    (expected * cotangent if reduction == 'none' else expected).sum().backward()
+    torch.testing.assert_close(loss.data, expected.detach(), rtol=0, atol=0)
+    assert torch.equal(mine.grad.data, theirs.grad) if reduction != 'mean' else \
+        torch.allclose(mine.grad.data, theirs.grad, rtol=1e-6, atol=0)
+    assert not mine.grad.data.isnan().any()
+
+
+def test_binary_cross_entropy_differentiates_again():
+    """Through the input and the target (torch refuses a weight that requires grad), by
+    the backward row's rule for second derivatives: torch's double backward, in float64."""
+    p, target = _bce_inputs(torch.float64)
+    weight = torch.rand(5, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    given = [p[1:], target[1:]]  # torch's double backward is inf at 0 and 1
+    results = []
+    for tensors, library, wrap in (
+            ([gt.tensor(t, requires_grad=True) for t in given], gt, gt.tensor),
+            ([t.clone().requires_grad_() for t in given], torch, lambda t: t)):
+        loss = library.nn.functional.binary_cross_entropy(*tensors, weight=wrap(weight))
+        first = library.autograd.grad(loss, tensors, create_graph=True)
+        results.append((first, library.autograd.grad(sum((f * f).sum() for f in first),
+                                                     tensors)))
+    for got, want in zip(*results):
+        for index, (mine, theirs) in enumerate(zip(got, want)):
+            torch.testing.assert_close(mine.data, theirs, msg=lambda m: f'input {index}: {m}')

@@ -1,7 +1,8 @@
 """The normalization and loss rows are torch's kernels: 'layer_norm' (native_layer_norm),
-'layer_norm_backward' (native_layer_norm_backward) and 'nll_loss_forward' (nll_loss's
-with reduction 'sum'), bit for bit, in every floating dtype, with and without their
-optional inputs, on 0-size and (N, C, d1, ...) shapes."""
+'layer_norm_backward' (native_layer_norm_backward), 'nll_loss_forward' (nll_loss's
+with reduction 'sum') and 'binary_cross_entropy' with its '_backward', bit for bit, in
+every floating dtype, with and without their optional inputs, on 0-size and (N, C, d1,
+...) shapes."""
 
 import pytest
 import torch
@@ -99,3 +100,19 @@ def test_nll_loss_forward_takes_int32_targets_and_an_ignore_index():
     expected = torch.ops.aten.nll_loss_forward(log_p, target, None, 2, 2)
     check_op('nll_loss_forward', [log_p, target.int()], {'ignore_index': 2, 'weight': False},
              tuple(expected))
+
+
+@pytest.mark.parametrize('shape', [(3, 5), (4,), (), (0, 3)], ids=str)
+@pytest.mark.parametrize('dtype', FLOATS, ids=str)
+def test_binary_cross_entropy_rows_are_torchs_kernels(dtype, shape):
+    """With probabilities of exactly 0 and 1 among them: a loss of 100 (the clamped log),
+    a finite gradient."""
+    p = (tensor(shape, f32).abs() / 6).clamp(max=1)
+    if p.numel() >= 2:
+        p.view(-1)[:2] = torch.tensor([0.0, 1.0])
+    p, target = p.to(dtype), (tensor(shape, f32).abs() / 6).clamp(max=1).to(dtype)
+    gradient = tensor(shape, dtype)
+    check_op('binary_cross_entropy', [p, target], {},
+             torch.nn.functional.binary_cross_entropy(p, target, reduction='none'))
+    check_op('binary_cross_entropy_backward', [gradient, p, target], {},
+             torch.ops.aten.binary_cross_entropy_backward(gradient, p, target, None, 0))

@@ -72,6 +72,28 @@ def test_binary_cross_entropy_clamps_its_logs():
                  functional.binary_cross_entropy(x_t, target, reduction='none'))
 
 
+def test_binary_cross_entropy_of_a_saturated_sigmoid_has_torchs_gradient():
+    """sigmoid(20) is 1.0 in float32, and recommender scripts reach it: the gradient
+    there is torch's 0, not NaN (from an audit), and nn.BCELoss's at 0 and 1 too."""
+    x, x_t = both(torch.tensor([20.0, -20.0, 3.0]), requires_grad=True)
+    target = torch.tensor([1.0, 0.0, 1.0])
+    F.binary_cross_entropy(x.sigmoid(), gt.tensor(target)).backward()
+    functional.binary_cross_entropy(x_t.sigmoid(), target).backward()
+    assert_close(x.grad, x_t.grad)
+    p, p_t = both(torch.tensor([1.0, 0.0, 0.5]), requires_grad=True)
+    nn.BCELoss()(p, gt.tensor(target)).backward()
+    torch.nn.BCELoss()(p_t, target).backward()
+    assert_close(p.grad, p_t.grad)
+
+
+def test_binary_cross_entropy_refuses_a_target_of_another_dtype_as_torch_does():
+    with pytest.raises(RuntimeError) as theirs:
+        functional.binary_cross_entropy(torch.tensor([0.3]), torch.tensor([1.0]).double())
+    with pytest.raises(RuntimeError) as mine:
+        F.binary_cross_entropy(gt.tensor([0.3]), gt.tensor([1.0]).double())
+    assert str(mine.value) == str(theirs.value) == 'Found dtype Double but expected Float'
+
+
 @pytest.mark.parametrize('reduction', REDUCTIONS)
 def test_binary_cross_entropy_with_logits(reduction):
     logits, target = randn(6, 4) * 4, torch.rand(6, 4, generator=seeded())

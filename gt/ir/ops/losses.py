@@ -1,10 +1,17 @@
-"""`nll_loss_forward`: torch's nll_loss kernel with reduction 'sum', which returns the
+"""Losses with kernels of their own in torch.
+
+`nll_loss_forward`: torch's nll_loss kernel with reduction 'sum', which returns the
 summed loss and the summed weights of the targets it counted (gt.nn's 'mean' divides
 one by the other, as the kernel itself does). The kernel sums in its own cascade, so a
-`sum` op over the picked losses is an ulp or two off.
+`sum` op over the picked losses is an ulp or two off. Inputs: log-probabilities of shape
+(C,), (N, C) or (N, C, d1, ...), integer targets of the other dims, and the per-class
+weight when the `weight` attr says so.
 
-Inputs: log-probabilities of shape (C,), (N, C) or (N, C, d1, ...), integer targets
-of the other dims, and the per-class weight when the `weight` attr says so.
+`binary_cross_entropy`: torch's elementwise kernel (each log clamped at -100), and its
+`_backward` row, torch's backward kernel `g * (p - t) / max(p * (1 - p), 1e-12)`. That
+gradient is not the clamped forward's: composed from ops, a probability of exactly 1
+(a sigmoid of 17 or more, in float32) gave log's infinite slope times clamp's zero, NaN.
+The backward row's own rule is torch's double backward.
 """
 
 import numpy as np
@@ -15,6 +22,7 @@ from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
 from gt.ir.ops.gradients import masked, wanted, zeros_of
 from gt.ir.ops.opdef import OpDef
+from gt.ir.sharding import pointwise
 from gt.ir.type_rules import numel, require_floating
 
 TARGET_DTYPES = ('int32', 'int64')
@@ -132,7 +140,81 @@ def _nll_loss_forward_shard(kinds, inputs, outputs, **attrs):
     return (log_p, axis) + ('R',) * (len(inputs) - 2), ('P', 'P')
 
 
+EPSILON = 1e-12  # torch's, in its BCE kernels
+
+
+def _bce_type(types):
+    probabilities, target = types
+    if probabilities != target:
+        raise ValueError(f'binary_cross_entropy: the input {probabilities} and the target '
+                         f'{target} must have one shape and dtype')
+    require_floating('binary_cross_entropy', probabilities)
+    return (probabilities,)
+
+
+def _bce_backward_type(types):
+    gradient = types[0]
+    if len(types) != 3 or any(other != gradient for other in types[1:]):
+        raise ValueError(f'binary_cross_entropy_backward: the gradient, input and target '
+                         f'must have one shape and dtype, got {", ".join(map(str, types))}')
+    require_floating('binary_cross_entropy_backward', gradient)
+    return (gradient,)
+
+
+@arrays.quiet
+def _np_bce(p, t):
+    wide_p, wide_t = arrays.wide(p).astype(np.float64), arrays.wide(t).astype(np.float64)
+    loss = -(wide_t * np.maximum(np.log(wide_p), -100)
+             + (1 - wide_t) * np.maximum(np.log1p(-wide_p), -100))
+    return np.asarray(loss).astype(p.dtype)
+
+
+@arrays.quiet
+def _np_bce_backward(gradient, p, t):
+    wide_p = arrays.wide(p).astype(np.float64)
+    slope = (wide_p - t) / np.maximum(wide_p * (1 - wide_p), EPSILON)
+    return np.asarray(gradient.astype(np.float64) * slope).astype(gradient.dtype)
+
+
+def _bce_grad(emit, inputs, grads):
+    """The input's gradient is the backward kernel; the target's is torch's
+    `-logit(p) * g`."""
+    (p, t), (g,) = inputs, grads
+    by_p = emit('binary_cross_entropy_backward', g, p, t) if wanted(p) else None
+    by_t = None
+    if wanted(t):
+        logit = emit('log', emit('div', p, emit('sub', 1, p)))
+        by_t = emit('mul', emit('neg', logit), g)
+    return [by_p, by_t]
+
+
+def _bce_backward_grad(emit, inputs, grads):
+    """torch's binary_cross_entropy_double_backward (and its target and gradient parts),
+    for `c`, the cotangent of the backward's result `gradient * slope(p, t)`."""
+    (gradient, p, t), (c,) = inputs, grads
+    by_gradient = emit('binary_cross_entropy_backward', c, p, t) if wanted(gradient) else None
+    scaled = emit('mul', gradient, c)
+    by_p = by_t = None
+    if wanted(p):
+        numerator = emit('add', emit('sub', emit('mul', p, p), emit('mul', emit('mul', p, 2), t)),
+                         t)
+        near_0 = emit('add', p, EPSILON)
+        near_1 = emit('add', emit('sub', 1, p), EPSILON)
+        denominator = emit('mul', emit('mul', near_0, near_0), emit('mul', near_1, near_1))
+        by_p = emit('mul', emit('div', numerator, denominator), scaled)
+    if wanted(t):
+        spread = emit('clamp', emit('mul', emit('sub', 1, p), p), min=EPSILON, max=None)
+        by_t = emit('div', emit('neg', scaled), spread)
+    return [by_gradient, by_p, by_t]
+
+
 ROWS = [
+    OpDef('binary_cross_entropy', _bce_type,
+          lambda p, t: torch.ops.aten.binary_cross_entropy(p, t, None, 0), _np_bce,
+          grad=_bce_grad, shard=pointwise()),
+    OpDef('binary_cross_entropy_backward', _bce_backward_type,
+          lambda g, p, t: torch.ops.aten.binary_cross_entropy_backward(g, p, t, None, 0),
+          _np_bce_backward, grad=_bce_backward_grad, shard=pointwise()),
     OpDef('nll_loss_forward', _nll_loss_forward_type, _nll_loss_forward, _np_nll_loss_forward,
           grad=_nll_loss_forward_grad, shard=_nll_loss_forward_shard),
 ]
