@@ -129,8 +129,10 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, **placement
 
 
 def _like(op: str, other: Tensor, dtype: Any, requires_grad: bool, **attrs: Any) -> Tensor:
-    return creation(op, tuple(other.shape), _dtype(dtype, other._type.dtype), requires_grad,
-                    **attrs)
+    """A GT tensor shaped as `other`, which may be a torch tensor (a DataLoader's batch,
+    a `.data` value): `randn_like(x_batch)` draws from the session's generator."""
+    own = other._type.dtype if isinstance(other, Tensor) else dtype_name(other.dtype)
+    return creation(op, tuple(other.shape), _dtype(dtype, own), requires_grad, **attrs)
 
 
 def zeros_like(other, dtype=None, requires_grad=False, **placement):

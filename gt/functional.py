@@ -31,7 +31,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     if input is None or other is None:
         raise TypeError('where() takes a condition alone, or a condition, input and other')
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
-    return apply('where', [condition, as_tensor(input, like), as_tensor(other, like)])
+    return apply('where', [as_tensor(condition), as_tensor(input, like), as_tensor(other, like)])
 
 
 def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None) -> Tensor:

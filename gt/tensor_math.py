@@ -95,9 +95,10 @@ class MathMethods:
         return core.apply('gelu', [self], approximate=approximate)
 
     def clamp(self, min: Any = None, max: Any = None):
-        if isinstance(min, core.Tensor) or isinstance(max, core.Tensor):
-            result = self if min is None else self.maximum(min)
-            return result if max is None else result.minimum(max)
+        if isinstance(min, (core.Tensor, torch.Tensor)) or isinstance(
+                max, (core.Tensor, torch.Tensor)):
+            result = self if min is None else self.maximum(core.as_tensor(min))
+            return result if max is None else result.minimum(core.as_tensor(max))
         return core.apply('clamp', [self], min=min, max=max)
 
     def clamp_(self, min: Any = None, max: Any = None):
@@ -133,8 +134,8 @@ class MathMethods:
         return self._extreme('amin', 'min_dim', 'minimum', dim, keepdim, axis, keepdims)
 
     def _extreme(self, whole, along, elementwise, dim, keepdim, axis, keepdims):
-        if isinstance(dim, core.Tensor):
-            return core.apply(elementwise, [self, dim])
+        if isinstance(dim, (core.Tensor, torch.Tensor)):  # max(x, other): elementwise
+            return core.apply(elementwise, [self, core.as_tensor(dim)])
         dims = _dims(dim, keepdim, axis, keepdims)
         if isinstance(dims['dim'], int):
             # torch's own result type, so that it prints, pickles and compares as torch's.
@@ -201,7 +202,7 @@ class MathMethods:
                                f'got one with {fill.ndim} dimension(s)')
         if fill._type.dtype != self._type.dtype:
             fill = fill.to(self.dtype)
-        return core.apply('where', [mask, fill, self])
+        return core.apply('where', [core.as_tensor(mask), fill, self])
 
     def masked_fill_(self, mask, value):
         return self._assign(self.masked_fill(mask, value))
