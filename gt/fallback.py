@@ -29,6 +29,7 @@ from gt.ir.ops import torch_calls
 from gt.ir.ops.torch_calls import NeedsData, signature
 from gt.ir.torch_arguments import encode, flatten, rebuild
 from gt.runtime import client as connection
+from gt.snapshot import Snapshot, gt_form
 from gt.tensor import Tensor, apply
 from gt.tensor_operators import OperatorMethods
 
@@ -321,6 +322,8 @@ def joined(values: tuple | list) -> tuple:
 
 
 def joined_one(value: Any) -> Any:
+    if isinstance(value, Snapshot):
+        value = gt_form(value)  # a `.data` stands for its GT tensor
     if isinstance(value, torch.Tensor):
         from gt.creation import tensor
         return tensor(value)
@@ -388,8 +391,10 @@ def _native(name: str) -> Any:
 
 def written_out(result: Any, out: Any, name: str) -> Any:
     """torch's `out=`: the result copied into `out` (a GT tensor of its shape and dtype,
-    as the tensors tutorial's `torch.matmul(t, t.T, out=y3)` gives), which is returned."""
-    if not isinstance(out, Tensor) or not isinstance(result, Tensor):
+    as the tensors tutorial's `torch.matmul(t, t.T, out=y3)` gives, or a `.data`, written
+    through: Stable-Baselines3's `torch.add(t.data, p.data, alpha=tau, out=t.data)`), which
+    is returned."""
+    if not isinstance(out, (Tensor, Snapshot)) or not isinstance(result, Tensor):
         raise TypeError(f'{name}: out= takes one GT tensor, for a function returning one; '
                         f'got {type(out).__name__}')
     if out.shape != result.shape:

@@ -9,8 +9,12 @@ torch, at the cost of a round trip each. A view of a Snapshot (`p.data[3:6]`,
 `p.data.t()`, `p.data.chunk(4)[1]`) is one too: it remembers the calls that made it, and
 a write through it makes the same view of the GT tensor and writes there (gt/views.py
 carries it into the tensor), so `lstm.bias_ih_l0.data[3:6].fill_(1.0)` sets the forget
-gate's bias as in torch. Everything else (reading, arithmetic, `.numpy()`, printing,
-saving) is a plain torch.Tensor's.
+gate's bias as in torch; so does `p.data[i] += 1`, an in-place operator, and
+`torch.add(a.data, b.data, out=a.data)`. Where another tensor's `.data` (or a view of
+it) is an operand of such a write, it stands for that tensor (or the same view of it),
+with no upload of its copy. A call that also takes a GT tensor (`w.data[index]` with
+a GT index) is left to GT, as that tensor's. Everything else (reading, arithmetic,
+`.numpy()`, printing, saving) is a plain torch.Tensor's.
 """
 
 import copy
@@ -34,14 +38,23 @@ class Snapshot(torch.Tensor):
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        from gt.fallback import IN_PLACE_OPERATORS
+
         kwargs = kwargs or {}
         name = getattr(func, '__name__', '')
-        writes_self = name == '__setitem__' or (name.endswith('_') and not name.endswith('__'))
+        writes_self = name in IN_PLACE_OPERATORS or (
+            name.endswith('_') and not name.endswith('__'))
         if writes_self and args and isinstance(args[0], Snapshot):
             return args[0]._write_through(name, args[1:], kwargs)
-        if isinstance(kwargs.get('out'), Snapshot):
-            raise RuntimeError(f'{name}: out= cannot be the .data of a GT tensor; use the '
-                               'result, or assign it with p.data = result')
+        out = kwargs.get('out')
+        if isinstance(out, Snapshot):  # `torch.add(a.data, b.data, out=a.data)`
+            result = func(*(gt_form(arg) for arg in args),
+                          **{key: gt_form(value) for key, value in kwargs.items()
+                             if key != 'out'})
+            out._write_through('copy_', (result,), {})
+            return out
+        if _any_gt_tensor(args) or _any_gt_tensor(kwargs.values()):
+            return NotImplemented  # the GT tensor's __torch_function__ takes the call
         with torch._C.DisableTorchFunctionSubclass():
             result = func(*args, **kwargs)  # results are plain tensors, views aside
         if name in VIEW_FUNCTIONS and args and isinstance(args[0], Snapshot):
@@ -50,22 +63,20 @@ class Snapshot(torch.Tensor):
 
     def _write_through(self, name: str, args: tuple, kwargs: dict) -> Any:
         from gt.autograd import no_grad
-        from gt.fallback import call
+        from gt.fallback import IN_PLACE_OPERATORS, call
 
         owner = self._owner() if self._owner is not None else None
         if owner is None:
             raise RuntimeError(f'{name}: the GT tensor this .data came from is gone, so there '
                                'is nothing to update')
-        args = tuple(_gt_form(arg) for arg in args)
-        kwargs = {key: _gt_form(value) for key, value in kwargs.items()}
+        args = tuple(gt_form(arg) for arg in args)
+        kwargs = {key: gt_form(value) for key, value in kwargs.items()}
         with no_grad():
-            target = owner
-            for function, view_args, view_kwargs, output in self._path:
-                target = getattr(target, function)(
-                    *(_gt_form(arg) for arg in view_args),
-                    **{key: _gt_form(value) for key, value in view_kwargs.items()})
-                target = target if output is None else target[output]
-            call(f'Tensor.{name}', (target, *args), kwargs)
+            target = _walked(owner, self._path)
+            if name in IN_PLACE_OPERATORS:  # `p.data[i] += 1`
+                getattr(target, name)(*args, **kwargs)
+            else:
+                call(f'Tensor.{name}', (target, *args), kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             (self if self._root is None else self._root).copy_(owner._value())
         return None if name == '__setitem__' else self
@@ -91,9 +102,11 @@ class Snapshot(torch.Tensor):
 def _views_of(source: Snapshot, name: str, args: tuple, kwargs: dict, result: Any) -> Any:
     """`result` of view function `name` on `source`, its tensors as Snapshots that write
     through to `source`'s GT tensor (a tuple for chunk, split and unbind)."""
+    storage = source.untyped_storage().data_ptr()
+
     def view(value: Any, output: int | None) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
+        if not isinstance(value, torch.Tensor) or value.untyped_storage().data_ptr() != storage:
+            return value  # `p.data[[0, 2]]`, a reshape that copied: torch's copy, no view
         made = value.as_subclass(Snapshot)
         made._owner = source._owner
         made._root = source if source._root is None else source._root
@@ -104,13 +117,36 @@ def _views_of(source: Snapshot, name: str, args: tuple, kwargs: dict, result: An
     return view(result, None)
 
 
-def _gt_form(value: Any) -> Any:
-    """Another tensor's .data stands for that tensor (no upload of its copy)."""
+def _walked(owner: Any, path: tuple) -> Any:
+    """The GT tensor a view's path makes of `owner` (recorded under no_grad)."""
+    target = owner
+    for function, view_args, view_kwargs, output in path:
+        target = getattr(target, function)(
+            *(gt_form(arg) for arg in view_args),
+            **{key: gt_form(value) for key, value in view_kwargs.items()})
+        target = target if output is None else target[output]
+    return target
+
+
+def gt_form(value: Any) -> Any:
+    """Another tensor's .data stands for that tensor, and a view of it for the same view
+    of the tensor (no upload of its copy)."""
     if isinstance(value, Snapshot) and value._owner is not None and value._owner() is not None:
-        return value._owner()
+        from gt.autograd import no_grad
+
+        with no_grad():
+            return _walked(value._owner(), value._path)
     if isinstance(value, Snapshot):
         return value.as_subclass(torch.Tensor)
     return value
+
+
+def _any_gt_tensor(values: Any) -> bool:
+    """Whether a GT tensor is among `values` (or in a list or tuple among them)."""
+    from gt.tensor import Tensor
+
+    return any(isinstance(value, Tensor) or (type(value) in (list, tuple) and any(
+        isinstance(item, Tensor) for item in value)) for value in values)
 
 
 def snapshot(value: torch.Tensor, owner: Any, hold: bool = True) -> Snapshot:

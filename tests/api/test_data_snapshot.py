@@ -76,9 +76,52 @@ def test_data_reads_as_a_plain_torch_tensor():
     torch.save({'x': data}, buffer)
     buffer.seek(0)
     assert type(torch.load(buffer, weights_only=True)['x']) is torch.Tensor
-    with pytest.raises(RuntimeError, match='out= cannot be the .data'):
-        torch.add(data, 1, out=data)
     assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+WRITES_THROUGH_VIEWS = {
+    'copy_ of a transposed .data': lambda lib, a, b: a.data.copy_(b.data.t()),
+    'mul_ by a row of a .data': lambda lib, a, b: a.data.mul_(b.data[0]),
+    '+= on a row': lambda lib, a, b: a.data[0].__iadd__(1.0),
+    'operator += on a row': lambda lib, a, b: _add_to_row(a.data),
+    '*= on a column': lambda lib, a, b: _double_column(a.data),
+    'a gather is a copy': lambda lib, a, b: a.data.__setitem__([0, 1], a.data[[1, 0]]),
+    'out= a .data (SB3 polyak_update)': lambda lib, a, b: lib.add(
+        a.data.mul_(0.9), b.data, alpha=0.1, out=a.data),
+    'torch.add, out= a .data': lambda lib, a, b: torch.add(a.data, b.data, out=a.data),
+}
+
+
+def _add_to_row(data):
+    data[1] += 1.0
+
+
+def _double_column(data):
+    data[:, 0] *= 2
+
+
+@pytest.mark.parametrize('case', WRITES_THROUGH_VIEWS, ids=str)
+def test_a_write_through_data_with_views_among_its_operands_is_torchs(case):
+    """A view of a `.data` as an operand stands for the same view of its tensor: the
+    whole tensor was taken, silently wrong for `a.data.copy_(b.data.t())` (a tied
+    autoencoder) and an error for `w.data[0] += 1` (from an audit)."""
+    results = []
+    for lib in (gt, torch):
+        a, b = lib.tensor([[1.0, 2.0], [3.0, 4.0]]), lib.tensor([[5.0, 6.0], [7.0, 8.0]])
+        WRITES_THROUGH_VIEWS[case](lib, a, b)
+        results.append(a.tolist())
+    assert results[0] == results[1]
+
+
+def test_a_data_indexed_by_a_gt_tensor_is_left_to_gt():
+    """`emb.weight.data[ids]` with GT ids, and state_dict values too: GT's indexing,
+    where torch had read the GT tensor as a sequence."""
+    embedding = nn.Embedding(5, 2)
+    ids = gt.tensor([1, 3])
+    want = embedding.weight.detach().cpu()[[1, 3]]
+    assert torch.equal(embedding.weight.data[ids].cpu(), want)
+    assert torch.equal(embedding.state_dict()['weight'][ids].cpu(), want)
+    assert torch.equal(embedding.weight.data.index_select(0, ids).cpu(), want)
 
 
 def test_data_of_a_temporary_is_written_as_torchs_is():
