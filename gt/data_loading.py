@@ -17,6 +17,13 @@ round trip each). This holds while torch's generator is as GT last left it (seed
 the client seeded or drew from since is that code's, and is left alone. With GPU workers
 the session's generator is CUDA's, which torch's loader never touches, and nothing is
 shared, as in torch.
+
+A loader worker process (`num_workers > 0`) sends its batches to the parent through a
+multiprocessing queue, whose feeder thread pickles them: a GT tensor pickles as its value,
+a fetch, which from that thread met the worker's main thread recording the next sample
+(the client refuses a second thread), and the parent waited for a batch that never came.
+So a worker fetches the GT tensors of each batch itself, in one round trip, before the
+batch is queued; the parent gets the torch tensors the pickles would have given.
 """
 
 import contextlib
@@ -24,17 +31,20 @@ from typing import Any, Iterator
 
 import torch
 import torch.utils.data.dataset
+from torch.utils._pytree import tree_flatten, tree_unflatten
 from torch.utils.data import (
     DataLoader,
     RandomSampler,
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
+from torch.utils.data._utils import fetch as fetchers
 from torch.utils.data._utils.collate import default_collate_fn_map
 
 from gt.functional import stack
 from gt.ir.ops.random_state import pack, unpack
 from gt.runtime import client as connection
+from gt.runtime import ownership
 from gt.tensor import Tensor, apply
 
 
@@ -117,6 +127,30 @@ def _weights_as_torch(original: Any) -> Any:
     return __init__
 
 
+def _values_in_workers(original: Any) -> Any:
+    """A fetcher's `fetch`, whose result, in a loader's worker process, has the values of
+    its GT tensors in their place (see the module's docstring)."""
+    def fetch(self: Any, possibly_batched_index: Any) -> Any:
+        data = original(self, possibly_batched_index)
+        if torch.utils.data.get_worker_info() is None:
+            return data
+        leaves, structure = tree_flatten(data)
+        held = [leaf for leaf in leaves if _made_here(leaf)]
+        if not held:
+            return data
+        values = iter(held[0]._client.fetch([tensor._id for tensor in held]))
+        leaves = [next(values).requires_grad_(leaf.requires_grad and leaf.is_leaf)
+                  if _made_here(leaf) else leaf for leaf in leaves]
+        return tree_unflatten(leaves, structure)
+    return fetch
+
+
+def _made_here(value: Any) -> bool:
+    """A GT tensor of this process's session; the parent's pickle as an error that the
+    parent raises, naming the cause."""
+    return isinstance(value, Tensor) and value._client.pid == ownership.process_id()
+
+
 def register_collate() -> None:
     """Called once by `import gt`: the collate entry, and the draws of the loader, the
     random samplers and random_split from the shared stream."""
@@ -125,5 +159,7 @@ def register_collate() -> None:
     for sampler in (RandomSampler, SubsetRandomSampler, WeightedRandomSampler):
         sampler.__iter__ = _sampler_iter(sampler.__iter__)
     WeightedRandomSampler.__init__ = _weights_as_torch(WeightedRandomSampler.__init__)
+    for fetcher in (fetchers._MapDatasetFetcher, fetchers._IterableDatasetFetcher):
+        fetcher.fetch = _values_in_workers(fetcher.fetch)
     torch.utils.data.random_split = torch.utils.data.dataset.random_split = \
         _random_split(torch.utils.data.dataset.random_split)

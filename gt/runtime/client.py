@@ -391,9 +391,14 @@ def current() -> Client:
     """The connection, starting a local server on first use if `connect` was not called."""
     global _client
     if _client is not None and _client.pid != ownership.process_id():
-        # Inherited through fork: this process gets a session of its own on the same server.
+        # Inherited through fork: this process gets a session of its own on the same server,
+        # seeded as torch's generator is here: a DataLoader worker seeds torch with its
+        # own seed (base_seed + worker id) before it runs the Dataset's draws.
         _client = Client(_client.endpoint, wait_for_workers=1, token=_client.token,
                          keys=_client.keys)
+        from gt.tensor import apply
+
+        apply('manual_seed', [], seed=torch.initial_seed())
     if _client is None:
         compile_settings.requested()  # raise for a bad setting before starting anything
         server = LocalServer(_auto_workers)

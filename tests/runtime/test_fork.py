@@ -80,3 +80,45 @@ def test_a_dataloader_worker_given_the_parents_tensors_raises_in_the_parent():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split('\n')[:4] == [
         'made [12.0, 44.0]', 'indexed raised True', 'stored raised True', 'after 6.0']
+
+
+AUGMENTED = '''
+import sys
+import torch
+import gt
+
+class Augmented(torch.utils.data.Dataset):
+    """Draws and reads a value per sample, as a random flip does."""
+    def __init__(self, lib):
+        self.lib = lib
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        x = self.lib.full((2,), float(i)) * self.lib.rand(1)
+        if self.lib.rand(1).item() < 0.5:
+            x = x.flip(0)
+        return {'x': x, 'i': i}
+
+def listed(batch):
+    return [sample['x'] for sample in batch], [sample['i'] for sample in batch]
+
+for lib in (gt, torch):
+    for collate in (None, listed):
+        lib.manual_seed(0)
+        loader = torch.utils.data.DataLoader(Augmented(lib), batch_size=2, num_workers=2,
+                                             collate_fn=collate, timeout=60)
+        print(lib.__name__, [str(batch) for batch in loader])
+'''
+
+
+def test_dataloader_workers_that_draw_and_fetch_load_torchs_batches():
+    """Each worker's session is seeded as torch seeds the worker (its draws were not
+    reproducible), and its batches' values are fetched in the worker's main thread
+    before they are queued: pickled by the queue's feeder thread, they were a second
+    thread's fetch, refused, and the parent waited for good (found by an audit)."""
+    result = run_script(AUGMENTED, timeout=180)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().split('\n')
+    assert len(lines) == 4 and lines[0].startswith('gt ')
+    assert lines[0].removeprefix('gt ') == lines[2].removeprefix('torch ')
+    assert lines[1].removeprefix('gt ') == lines[3].removeprefix('torch ')
