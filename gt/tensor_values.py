@@ -58,10 +58,16 @@ class ValueMethods:
         return bool(self._value().item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self) -> Any:
+        """`int(x)`, `float(x)`: a ValueError for more than one element, as torch's."""
+        if self.numel() != 1:
+            raise ValueError('only one element tensors can be converted to Python scalars')
+        return self._value().item()
 
     def __index__(self) -> int:
         if self._type.dtype not in ('int64', 'int32', 'int16', 'int8', 'uint8'):

@@ -108,14 +108,15 @@ TORCH_NAMES = {**{name: name for name in DTYPES}, 'float': 'float32', 'double': 
 
 
 def dtype_name(dtype: object) -> str:
-    """Accept `torch.float32`, `np.float32`, `'float32'`, `'torch.float32'`, torch's
-    `'float'` (float32) or Python's `float`; return `'float32'`."""
+    """Accept `torch.float32`, `np.float32`, `'float32'`, `'torch.float32'` or torch's
+    `'float'` (float32); return `'float32'`. Python's `float` is float64, as in torch
+    (`zeros(2, dtype=float)`), as numpy has it."""
     if isinstance(dtype, torch.dtype):
         if dtype not in DTYPE_NAMES:
             raise TypeError(f'GT does not support dtype {dtype}')
         return DTYPE_NAMES[dtype]
     if dtype is float:
-        return DEFAULT_FLOAT
+        return 'float64'
     if dtype is int:
         return DEFAULT_INT
     if dtype is bool:

@@ -19,6 +19,7 @@ import torch
 
 from gt.autograd import no_grad
 from gt.creation import ones, tensor, zeros
+from gt.ir.invalid_op import InvalidOpError
 from gt.nn import init
 from gt.nn.module import Module
 from gt.nn.parameter import Parameter
@@ -32,13 +33,13 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     statistics and moves the running ones toward them by `momentum` (a number, or a 0-d
     tensor for a cumulative average); evaluation uses the running ones."""
     if input.ndim < 2:
-        raise ValueError(f'batch_norm: expected an input of at least 2 dims (N, C, ...), got '
+        raise InvalidOpError(f'batch_norm: expected an input of at least 2 dims (N, C, ...), got '
                          f'shape {list(input.shape)}')
     channels = input.shape[1]
     for name, value in (('weight', weight), ('bias', bias), ('running_mean', running_mean),
                         ('running_var', running_var)):
         if value is not None and tuple(value.shape) != (channels,):
-            raise ValueError(f'batch_norm: {name} should have shape [{channels}] for an input '
+            raise InvalidOpError(f'batch_norm: {name} should have shape [{channels}] for an input '
                              f'with {channels} channels, got {list(value.shape)}')
     dims = [0, *range(2, input.ndim)]
     shape = [1, channels] + [1] * (input.ndim - 2)

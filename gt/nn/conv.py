@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from gt.creation import zeros
+from gt.ir.invalid_op import InvalidOpError
 from gt.nn import functional as F
 from gt.nn import init
 from gt.nn.module import Module
@@ -173,6 +174,16 @@ class _ConvTransposeNd(_ConvNd):
                     dilation, True, output_padding, groups, bias, padding_mode, dtype)
 
     def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        """Channels checked here, at the call, as torch checks them: a meta tensor's
+        transposed convolution does not, and the worker's error came at the next fetch."""
+        channels = input.shape[input.ndim - self.dimensions - 1]
+        if channels != self.in_channels:  # not read from self.weight: a parametrization's
+            # weight (spectral_norm's) would be computed twice, its power iteration too
+            shape = [self.in_channels, self.out_channels // self.groups, *self.kernel_size]
+            raise InvalidOpError(
+                f'Given transposed=1, weight of size {shape}, expected input'
+                f'{list(input.shape)} to have {self.in_channels} channels, but got {channels} '
+                'channels instead')
         convolve = getattr(F, f'conv_transpose{self.dimensions}d')
         return convolve(input, self.weight, self.bias, self.stride, self.padding,
                         self._output_padding(input, output_size), self.groups, self.dilation)

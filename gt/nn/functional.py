@@ -18,6 +18,7 @@ from gt.autograd import is_grad_enabled, no_grad
 from gt.creation import full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
+from gt.ir.invalid_op import InvalidOpError
 from gt.nn.batch_norm import batch_norm
 from gt.nn.dropout import (
     alpha_dropout,
@@ -237,7 +238,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
     `layer_norm` row), whose gradient is torch's kernel too."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
-        raise ValueError(f'layer_norm: normalized_shape {list(shape)} does not match the last '
+        raise InvalidOpError(f'layer_norm: normalized_shape {list(shape)} does not match the last '
                          f'dims of an input of shape {list(input.shape)}')
     parameters = [p for p in (weight, bias) if p is not None]
     if any(p.dtype != input.dtype for p in parameters):
@@ -267,7 +268,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = 'constant',
     if mode != 'constant':
         return call('torch.nn.functional.pad', (input, pad, mode), {'value': value})
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError(f'pad: padding length must be even and at most twice the input\'s '
+        raise InvalidOpError(f'pad: padding length must be even and at most twice the input\'s '
                          f'dimensions ({input.ndim}), got {len(pad)}')
     output = input
     for pair in range(len(pad) // 2):
@@ -277,7 +278,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = 'constant',
         if before < 0 or after < 0:
             start, stop = max(-before, 0), size - max(-after, 0)
             if stop < start:
-                raise ValueError(f'pad: cropping {list(pad)} leaves a negative size in dim '
+                raise InvalidOpError(f'pad: cropping {list(pad)} leaves a negative size in dim '
                                  f'{dim} of shape {list(input.shape)}')
             output = output[(slice(None),) * dim + (slice(start, stop),)]
         pieces = []

@@ -101,6 +101,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     overflows nor loses the tiny losses of confident, correct predictions."""
     reduction = _legacy(size_average, reduce, reduction)
     _check('binary_cross_entropy_with_logits', input, target, reduction)
+    if not target.dtype.is_floating_point:
+        raise InvalidOpError(f"result type {_scalar_type(input.dtype)} can't be cast to the "
+                             f'desired output type {_scalar_type(target.dtype)}')
     # Recorded first, so that backward (latest op first) adds its tiny gradient last, after
     # the gradients of the other terms have cancelled exactly, as in torch's sigmoid - t.
     softplus = _log1p((-input.abs()).exp())
@@ -152,13 +155,16 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     """log_softmax over the class dim (1, or 0 for an unbatched input) then nll_loss; a
     floating target of the input's shape holds class probabilities instead."""
     reduction = _legacy(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise InvalidOpError(f'label_smoothing must be between 0.0 and 1.0. Got: '
+                             f'{label_smoothing}')
     class_dim = 0 if input.ndim == 1 else 1
     log_p = input.log_softmax(class_dim)
     n_classes = input.shape[class_dim]
     if target.dtype.is_floating_point and tuple(target.shape) != tuple(input.shape):
         # Not class probabilities: class indices held as floats, which torch refuses so.
         raise InvalidOpError('cross_entropy: expected target dtype to be Long or Byte, but got '
-                             f'{_TORCH_TYPE_NAMES.get(target.dtype, target.dtype)}')
+                             f'{_scalar_type(target.dtype)}')
     if target.dtype.is_floating_point:
         return _soft_cross_entropy(log_p, target, weight, reduction, label_smoothing)
     target = _as_class_indices(target)
@@ -203,21 +209,15 @@ def _check_classes(log_p: Tensor, target: Tensor, weight: Tensor | None, reducti
     class_dim = 0 if log_p.ndim == 1 else 1
     expected = tuple(log_p.shape[:class_dim]) + tuple(log_p.shape[class_dim + 1:])
     if tuple(target.shape) != expected:
-        raise ValueError(f'{name}: input of shape {list(log_p.shape)} needs a target of shape '
+        raise InvalidOpError(f'{name}: input of shape {list(log_p.shape)} needs a target of shape '
                          f'{list(expected)} (one class index per row), got '
                          f'{list(target.shape)}')
     if target.dtype not in (torch.int64, torch.int32, torch.uint8):
         raise InvalidOpError(f'{name}: expected target dtype to be Long or Byte, but got '
-                             f'{_TORCH_TYPE_NAMES.get(target.dtype, target.dtype)}')
+                             f'{_scalar_type(target.dtype)}')
     if weight is not None and tuple(weight.shape) != (log_p.shape[class_dim],):
-        raise ValueError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
+        raise InvalidOpError(f'{name}: weight of shape {list(weight.shape)} needs one entry per '
                          f'class ({log_p.shape[class_dim]})')
-
-
-# How torch's kernels name dtypes in their messages.
-_TORCH_TYPE_NAMES = {torch.float32: 'Float', torch.float64: 'Double', torch.float16: 'Half',
-                     torch.bfloat16: 'BFloat16', torch.int16: 'Short', torch.int8: 'Char',
-                     torch.bool: 'Bool'}
 
 
 def _as_class_indices(target: Tensor) -> Tensor:

@@ -145,10 +145,7 @@ class Module:
         elif isinstance(value, Buffer):
             self.register_buffer(name, value, value.persistent)
         elif name in self.__dict__.get('_buffers', ()):
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f'cannot assign {type(value).__name__} as buffer {name!r} '
-                                '(gt.Tensor or None expected)')
-            self._buffers[name] = value
+            self._buffers[name] = _as_buffer(name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -193,10 +190,7 @@ class Module:
             raise KeyError('buffer name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f'cannot assign {type(tensor).__name__} as buffer {name!r} '
-                            '(gt.Tensor or None expected)')
-        self._buffers[name] = tensor
+        self._buffers[name] = _as_buffer(name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -210,8 +204,17 @@ class Module:
         self._parameters[name] = parameter
 
     def add_module(self, name: str, module: 'Module | None') -> None:
+        """torch's checks of the name too: a dotted one would break state_dict's keys."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f'{type(module).__name__} is not a Module subclass')
+        if not isinstance(name, str):
+            raise TypeError(f'module name should be a string. Got {type(name).__name__}')
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if '.' in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == '':
+            raise KeyError('module name can\'t be empty string ""')
         self._forget(name, keep='_modules')
         self._modules[name] = module
 
@@ -463,3 +466,16 @@ def zero_grad_in_place(parameter: Tensor) -> None:
         gradient.requires_grad_(False)
     with no_grad():
         gradient.zero_()
+
+
+def _as_buffer(name: str, value: Any) -> Tensor | None:
+    """A buffer's value: a GT tensor, or a torch tensor (PixelCNN's mask from
+    `weight.data.clone()`, a numpy-built table) copied into one."""
+    if value is None or isinstance(value, Tensor):
+        return value
+    if isinstance(value, torch.Tensor):
+        from gt.creation import tensor
+
+        return tensor(value.detach())
+    raise TypeError(f'cannot assign {type(value).__name__} as buffer {name!r} '
+                    '(gt.Tensor or None expected)')

@@ -79,3 +79,15 @@ def test_bad_registrations_fail_as_in_torch(register, error, message):
     for library, module in ((gt, nn.Linear(3, 2)), (torch, torch.nn.Linear(3, 2))):
         with pytest.raises(error, match=message):
             register(module, library)
+
+
+def test_a_torch_tensor_registers_as_a_gt_buffer():
+    """PixelCNN's `register_buffer('mask', self.weight.data.clone())`, and a buffer set to
+    a torch tensor later: a GT copy, with the values torch's module holds."""
+    conv = nn.Conv2d(1, 2, 3)
+    conv.register_buffer('mask', conv.weight.data.clone().fill_(1.0))
+    assert isinstance(conv.mask, gt.Tensor)
+    assert conv.mask.tolist() == torch.ones(2, 1, 3, 3).tolist()
+    conv.mask = torch.zeros(2, 1, 3, 3)
+    assert isinstance(conv.mask, gt.Tensor) and conv.mask.sum().item() == 0.0
+    assert set(conv.state_dict()) == {'weight', 'bias', 'mask'}
