@@ -16,6 +16,7 @@ from gt import (
     accelerator,
     amp,
     backends,
+    compiler,
     config,
     cuda,
     debug,
@@ -68,6 +69,7 @@ from gt.creation import (
 )
 from gt.data_loading import register_collate as _register_collate
 from gt.fallback import namespace as _namespace
+from gt.func import vmap
 from gt.functional import (
     abs,
     argmax,
@@ -227,7 +229,7 @@ __all__ = [
     'is_autocast_enabled', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
     'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
     'BoolTensor', 'distributions', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled',
-    'set_anomaly_enabled',
+    'set_anomaly_enabled', 'compiler', 'vmap',
 ]
 
 _torch_function = _namespace('torch', globals())
@@ -244,7 +246,7 @@ def __getattr__(name: str):
 
 
 _FROM_TORCH = frozenset({'pi', 'e', 'inf', 'nan', 'Size', 'dtype', 'finfo', 'iinfo',
-                         'get_default_dtype', 'promote_types',
+                         'get_default_dtype', 'promote_types', 'version',
                          'result_type', 'can_cast', 'broadcast_shapes', 'uint16', 'uint32',
                          'uint64', 'cfloat', 'short', 'chalf', 'cdouble',
                          'set_printoptions',  # printing fetches into torch tensors

@@ -15,6 +15,28 @@ from typing import Any, Callable
 from gt.grad_scaler import GradScaler  # noqa: F401 (torch's place: torch.amp)
 
 
+def custom_fwd(fwd: Callable | None = None, *, device_type: str = 'cuda',
+               cast_inputs: Any = None) -> Any:
+    """torch's decorator for a custom autograd Function's forward: `cast_inputs` casts
+    only inside an autocast region, which GT never enters (above), so the forward runs as
+    written, as torch's does outside autocast."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+    return fwd
+
+
+def custom_bwd(bwd: Callable | None = None, *, device_type: str = 'cuda') -> Any:
+    """torch's: the backward runs in the forward's autocast state, here none."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    return bwd
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """False: GT does not autocast (above), so code that asks first skips it."""
+    return False
+
+
 class autocast:
     def __init__(self, device_type: str = 'cuda', dtype: Any = None, enabled: bool = True,
                  cache_enabled: bool | None = None) -> None:

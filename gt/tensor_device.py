@@ -97,6 +97,13 @@ class DeviceMethods:
         pin (torch's DataLoader calls this with `pin_memory=True` where CUDA is)."""
         return self
 
+    def is_pinned(self, device: Any = None) -> bool:
+        return False  # see pin_memory
+
+    @property
+    def layout(self) -> torch.layout:
+        return torch.strided  # GT holds strided tensors only
+
 
 for _flag in STORAGE_FLAGS:
     setattr(DeviceMethods, _flag, property(lambda self: False, doc=f'torch\'s {_flag}: False'))

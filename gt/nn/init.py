@@ -265,6 +265,32 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
         return tensor.copy_(where(places.t() < num_zeros, 0.0, tensor))
 
 
+def _deprecated(initializer: Any) -> Any:
+    """torch's old name without the underscore (`nn.init.kaiming_normal`), which older
+    scripts still call: the same initializer, with torch's FutureWarning."""
+    new_name = initializer.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f'`nn.init.{old_name}` is now deprecated in favor of '
+                      f'`nn.init.{new_name}`.', FutureWarning, stacklevel=2)
+        return initializer(*args, **kwargs)
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
 __all__ = [
     'calculate_gain', 'uniform_', 'normal_', 'constant_', 'ones_', 'zeros_', 'xavier_uniform_',
     'xavier_normal_', 'kaiming_uniform_', 'kaiming_normal_', 'trunc_normal_', 'eye_',

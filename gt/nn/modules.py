@@ -5,12 +5,16 @@ torch.nn.modules.conv import _ConvNd`, a checkpoint's `safe_globals` list.
 Each of torch's submodules (`batchnorm`, `conv`, `loss`, ...) is mirrored by one holding
 GT's classes of the same names, private bases included. A name GT has no class for is
 left out: torch's class there would make every such isinstance test False in silence.
+`utils` keeps torch's tuple helpers (`_pair`, `_ntuple`), which custom layers import and
+which take no tensors.
 """
 
 import sys
 import types
 
 import torch.nn.modules as _torch_modules
+
+TUPLE_HELPERS = ('_ntuple', '_single', '_pair', '_triple', '_quadruple', '_reverse_repeat_tuple')
 
 
 def _gt_classes() -> dict:
@@ -36,6 +40,8 @@ def _mirror() -> None:
             if isinstance(value, type) and attribute in classes:
                 setattr(mirror, attribute, classes[attribute])
                 setattr(package, attribute, classes[attribute])
+            elif name == 'utils' and attribute in TUPLE_HELPERS:
+                setattr(mirror, attribute, value)
         sys.modules[mirror.__name__] = mirror
         setattr(package, name, mirror)
 

@@ -5,6 +5,7 @@ and the `parametrizations` built on `parametrize`), pruning, and
 
 from gt.nn.utils import clip_grad, parametrizations, parametrize, prune, rnn, stateless
 from gt.nn.utils.clip_grad import (
+    clip_grad_norm,
     clip_grad_norm_,
     clip_grad_value_,
     clip_grads_with_norm_,
@@ -14,7 +15,8 @@ from gt.nn.utils.convert_parameters import parameters_to_vector, vector_to_param
 from gt.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from gt.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ['stateless', 'parametrize', 'parametrizations', 'prune', 'clip_grad', 'clip_grad_norm_',
+__all__ = ['stateless', 'parametrize', 'parametrizations', 'prune', 'clip_grad',
+           'clip_grad_norm', 'clip_grad_norm_',
            'clip_grad_value_', 'clip_grads_with_norm_', 'get_total_norm',
            'parameters_to_vector', 'vector_to_parameters', 'rnn',
            'weight_norm', 'remove_weight_norm', 'spectral_norm', 'remove_spectral_norm']

@@ -111,3 +111,12 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
     with no_grad():
         for grad in _gradients(parameters):
             grad._assign(grad.clamp(min=-clip_value, max=clip_value))
+
+
+def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,
+                   norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
+    """torch's old name, which older scripts still call, with torch's FutureWarning."""
+    warnings.warn('`torch.nn.utils.clip_grad_norm` is now deprecated in favor of '
+                  '`torch.nn.utils.clip_grad_norm_`.', FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
