@@ -363,3 +363,39 @@ def test_type_rules_refuse(op, types, attrs, error, message):
     pairs = [TensorType(tuple(types[i]), types[i + 1]) for i in range(0, len(types), 2)]
     with pytest.raises(error, match=message):
         OPS[op].infer(tuple(pairs), **attrs)
+
+
+@pytest.mark.parametrize('mode', ['LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU'])
+@pytest.mark.parametrize('options', [dict(), dict(batch_first=True, bidirectional=True),
+                                     dict(num_layers=2, proj_size=3), dict(packed=True),
+                                     dict(packed=True, bidirectional=True, num_layers=2)],
+                         ids=str)
+def test_recurrent_kernels_are_typed_without_running_the_recurrence(mode, options):
+    """The shapes the client gives torch's recurrent kernels (without the meta kernels'
+    step-by-step recurrence) are those the kernels return."""
+    from gt.ir.ops.torch_calls import META_RESULTS
+
+    options = dict(options)
+    packed = options.pop('packed', False)
+    if options.get('proj_size') and mode != 'LSTM':
+        options.pop('proj_size')
+    module = torch.nn.RNNBase(mode, 4, 5, **options)
+    directions = 2 if module.bidirectional else 1
+    state_size = module.proj_size or module.hidden_size
+    shape = (3, 6, 4) if module.batch_first else (6, 3, 4)
+    hidden = torch.randn(directions * module.num_layers, 3, state_size)
+    hx = (hidden, torch.randn(directions * module.num_layers, 3, 5)) if mode == 'LSTM' \
+        else hidden
+    name = f'torch.{mode.lower()}'
+    common = (module._flat_weights, module.bias, module.num_layers, 0.0, False,
+              module.bidirectional)
+    if packed:
+        sequence = torch.nn.utils.rnn.pack_sequence([torch.randn(n, 4) for n in (6, 4, 2)])
+        args = (sequence.data, sequence.batch_sizes, hx, *common)
+    else:
+        args = (torch.randn(shape), hx, *common, module.batch_first)
+    kernel = getattr(torch, mode.lower())
+    expected = kernel(*args)
+    got = META_RESULTS[name](*args)
+    assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in expected]
+    assert all(t.dtype == e.dtype and t.device.type == 'meta' for t, e in zip(got, expected))

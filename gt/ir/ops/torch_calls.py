@@ -118,7 +118,24 @@ def _like_first(first: torch.Tensor, *rest: Any) -> torch.Tensor:
     return torch.empty_like(first, device='meta')
 
 
-META_RESULTS = {'torch.nn.functional.ctc_loss': _ctc_loss_result,
+def _recurrent_result(input: torch.Tensor, *rest: Any) -> tuple:
+    """torch's recurrent kernels (`torch.lstm`, `torch.gru`, `torch.rnn_tanh/relu`), over
+    a padded batch `(input, hx, params, ..., bidirectional, batch_first)` or a packed one
+    `(data, batch_sizes, hx, params, ..., bidirectional)`. Their meta forms run the
+    recurrence step by step: 0.06-0.7 s to type a GRU over 50-200 steps, paid again at
+    every new length (sampling over a growing prefix). The shapes follow from the hidden
+    state's: the output's features are its size per direction."""
+    packed = isinstance(rest[0], torch.Tensor) and not rest[0].is_floating_point()
+    hx, bidirectional = (rest[1], rest[7]) if packed else (rest[0], rest[6])
+    states = list(hx) if isinstance(hx, (list, tuple)) else [hx]
+    features = (2 if bidirectional else 1) * states[0].shape[-1]
+    output = torch.empty((*input.shape[:-1], features), dtype=input.dtype, device='meta')
+    return (output, *(torch.empty_like(state, device='meta') for state in states))
+
+
+RECURRENT_KERNELS = ('torch.lstm', 'torch.gru', 'torch.rnn_tanh', 'torch.rnn_relu')
+META_RESULTS = {**{name: _recurrent_result for name in RECURRENT_KERNELS},
+                'torch.nn.functional.ctc_loss': _ctc_loss_result,
                 'torch._sample_dirichlet': _like_first,
                 'torch._standard_gamma_grad': _like_first,
                 'torch._dirichlet_grad': _like_first}
