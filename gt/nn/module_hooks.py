@@ -5,8 +5,10 @@ inspection.
 A module without hooks pays one check per call (Module.__call__). Backward hooks are
 built on tensor hooks: each output's gradient is caught as it arrives, and the input's
 gradient on a stand-in (`input * 1`, exact) whose hook sees the module's whole
-contribution. That covers a module called with at most one tensor that requires grad,
-which is what layers are; more raise, naming the limit.
+contribution. The caller gets stand-ins of the outputs too, so that its own hooks on
+them change the gradient the module's hooks see, as in torch. That covers a module
+called with at most one tensor that requires grad, which is what layers are; more raise,
+naming the limit.
 """
 
 from collections import OrderedDict
@@ -80,11 +82,26 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
             hook(module, args, output)
         if result is not None:
             output = result
-    if module._backward_pre_hooks:  # first: the full backward hooks see its result
-        _before_backward(module, output)
-    if watch is not None:
-        watch.watch_outputs(output)
+    if module._backward_pre_hooks or watch is not None:
+        # The caller gets stand-ins, as torch's gets its BackwardHook's outputs: hooks the
+        # caller puts on them run before the module's, which watch the module's own.
+        inner, output = output, _stand_ins(output)
+        if module._backward_pre_hooks:  # first: the full backward hooks see its result
+            _before_backward(module, inner)
+        if watch is not None:
+            watch.watch_outputs(inner)
     return output
+
+
+def _stand_ins(output: Any) -> Any:
+    """`output` with each tensor that requires grad as `tensor * 1` (exact)."""
+    def stand_in(value: Any) -> Any:
+        return value * 1 if isinstance(value, Tensor) and value.requires_grad else value
+    if isinstance(output, tuple) and hasattr(output, '_fields'):
+        return type(output)(*map(stand_in, output))
+    if isinstance(output, (tuple, list)):
+        return type(output)(map(stand_in, output))
+    return stand_in(output)
 
 
 def _before_backward(module: Any, output: Any) -> None:

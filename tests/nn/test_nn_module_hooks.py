@@ -109,3 +109,25 @@ def test_nested_backward_pre_hooks_run_outer_first_and_registries_start_empty():
         results.append([log, len(fresh._forward_pre_hooks), type(fresh._backward_hooks).__name__,
                         len(fresh._state_dict_hooks)])
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize('kind', ['pre-hook', 'hook'])
+def test_a_hook_on_the_modules_output_runs_before_the_modules_backward_hooks(kind):
+    """torch hands the caller its BackwardHook's outputs, so a tensor hook the caller
+    puts there changes the gradient the module's hooks see (GT's ran after them)."""
+    results = []
+    for lib in (gt, torch):
+        layer = lib.nn.Linear(2, 2, bias=False)
+        with lib.no_grad():
+            layer.weight.fill_(1.0)
+        seen = []
+        if kind == 'pre-hook':
+            layer.register_full_backward_pre_hook(lambda m, go: (go[0] * 3,))
+        else:
+            layer.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].tolist()))
+        x = lib.ones(1, 2, requires_grad=True)
+        y = layer(x)
+        y.register_hook(lambda g: g + 100)
+        (y * lib.tensor([[0.0, 1.0]])).sum().backward()
+        results.append((x.grad.tolist(), seen))
+    assert results[0] == results[1]
