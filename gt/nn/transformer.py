@@ -1,15 +1,22 @@
 """torch.nn's Transformer family (`TransformerEncoderLayer`, `TransformerEncoder`, the
 decoder pair and `Transformer`) composed of GT's MultiheadAttention, Linear, LayerNorm and
 Dropout: torch's math path, its submodule names (so state dicts load both ways), its
-initial draws in its order, and none of its fast path (nested tensors, fused kernels).
+initial draws in its order, and none of its fast path's kernels (nested tensors, fused
+layers). One effect of that path is torch's to see, though: an encoder that takes it (in
+eval mode, without gradients, with a padding mask) turns its batch into a nested tensor
+and back, so padded positions come out as zeros (before the final norm). GT's encoder
+gives the same, where torch's would take the path.
 """
 
 import copy
+import warnings
 from typing import Any, Callable
 
 import torch
 
+from gt.autograd import is_grad_enabled
 from gt.creation import full
+from gt.functional import where
 from gt.nn import functional as F
 from gt.nn import init
 from gt.nn.attention import MultiheadAttention, canonical_mask
@@ -169,8 +176,8 @@ class TransformerDecoderLayer(Module):
 
 class TransformerEncoder(Module):
     """`num_layers` copies of `encoder_layer` (equal initial weights, as torch's
-    deepcopies), then `norm` if given. `enable_nested_tensor` is kept for torch's
-    signature; GT has no nested tensors, so it changes nothing."""
+    deepcopies), then `norm` if given. `enable_nested_tensor`: see the module's
+    docstring; `use_nested_tensor` is torch's verdict on the layer, with its warning."""
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
                  norm: Module | None = None, enable_nested_tensor: bool = True,
@@ -180,7 +187,11 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        why_not = _why_no_nested_tensor(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f'enable_nested_tensor is True, but self.use_nested_tensor is False '
+                          f'because {why_not}', stacklevel=2)
+        self.use_nested_tensor = enable_nested_tensor and not why_not
         self.mask_check = mask_check
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
@@ -193,7 +204,61 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=_is_causal(is_causal),
                            src_key_padding_mask=src_key_padding_mask)
+        if self._nested(src, mask, src_key_padding_mask):
+            output = self._padded_with_zeros(output, src_key_padding_mask != 0)
         return output if self.norm is None else self.norm(output)
+
+    def _nested(self, src: Tensor, mask: Tensor | None, padding: Tensor | None) -> bool:
+        """Whether torch's encoder would run the batch as a nested tensor (its checks,
+        but for the padding's alignment, which _padded_with_zeros checks on the values)."""
+        layer = self.layers[0]
+        if not (self.use_nested_tensor and torch.backends.mha.get_fastpath_enabled()
+                and not layer.training and src.dim() == 3 and padding is not None
+                and mask is None and not torch.is_autocast_enabled()):
+            return False
+        return not (is_grad_enabled() and (src.requires_grad or any(
+            p.requires_grad for p in _fast_path_parameters(layer))))
+
+    def _padded_with_zeros(self, output: Tensor, padded: Tensor) -> Tensor:
+        """torch's nested round trip: zeros where padded, if each row's padding is at its
+        end (torch's mask check; else it takes the plain path, or, without the check,
+        leaves the values as they are)."""
+        zeroed = output.masked_fill(padded.unsqueeze(-1), 0.0)
+        if not self.mask_check:
+            return zeroed
+        left_aligned = (padded[:, 1:] >= padded[:, :-1]).all()
+        return where(left_aligned, zeroed, output)
+
+
+def _why_no_nested_tensor(layer: Any) -> str:
+    """torch's reasons (TransformerEncoder.__init__) a layer cannot run nested."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return 'encoder_layer was not TransformerEncoderLayer'
+    attention = layer.self_attn
+    if layer.norm_first:
+        return 'encoder_layer.norm_first was True'
+    if not attention.batch_first:
+        return ('encoder_layer.self_attn.batch_first was not True(use batch_first for better '
+                'inference performance)')
+    if not attention._qkv_same_embed_dim:
+        return 'encoder_layer.self_attn._qkv_same_embed_dim was not True'
+    if attention.in_proj_bias is None:
+        return 'encoder_layer.self_attn was passed bias=False'
+    if not layer.activation_relu_or_gelu:
+        return 'encoder_layer.activation_relu_or_gelu was not True'
+    if layer.norm1.eps != layer.norm2.eps:
+        return 'encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps'
+    if attention.num_heads % 2 == 1:
+        return 'encoder_layer.self_attn.num_heads is odd'
+    return ''
+
+
+def _fast_path_parameters(layer: Any) -> list:
+    attention = layer.self_attn
+    return [attention.in_proj_weight, attention.in_proj_bias, attention.out_proj.weight,
+            attention.out_proj.bias, layer.norm1.weight, layer.norm1.bias, layer.norm2.weight,
+            layer.norm2.bias, layer.linear1.weight, layer.linear1.bias, layer.linear2.weight,
+            layer.linear2.bias]
 
 
 class TransformerDecoder(Module):

@@ -211,3 +211,36 @@ def test_tiny_language_model_trains_as_torchs():
 
 def test_functional_relu_is_the_default_activation():
     assert nn.TransformerEncoderLayer(D, HEADS).activation is F.relu
+
+
+PADDINGS = {'at the ends': [[False, False, True, True], [False, False, False, True]],
+            'in the middle': [[False, True, False, True], [False, False, False, False]]}
+
+
+@pytest.mark.parametrize('norm', [False, True], ids=['no norm', 'final norm'])
+@pytest.mark.parametrize('padding', PADDINGS, ids=str)
+@pytest.mark.parametrize('grad', [False, True], ids=['no_grad', 'grad'])
+def test_an_encoder_in_eval_gives_torchs_zeros_at_padded_positions(padding, norm, grad):
+    """torch's encoder runs a padded batch as a nested tensor in eval mode without
+    gradients: padded positions come back as zeros when each row's padding is at its end
+    (else, or with gradients, it takes the plain path). Mean pooling reads them."""
+    results = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+        encoder = lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(8) if norm else None)
+        encoder.eval()
+        x = lib.randn(2, 4, 8)
+        with lib.set_grad_enabled(grad):
+            out = encoder(x, src_key_padding_mask=lib.tensor(PADDINGS[padding]))
+        results.append(torch.tensor(out.tolist()))
+    torch.testing.assert_close(results[0], results[1], rtol=1e-5, atol=1e-5)
+
+
+def test_an_encoder_warns_as_torchs_when_its_layer_cannot_run_nested():
+    messages = []
+    for lib in (gt, torch):
+        with pytest.warns(UserWarning, match='enable_nested_tensor is True') as caught:
+            lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(8, 2, 16), 1)
+        messages.append(str(caught[0].message))
+    assert messages[0] == messages[1]
