@@ -76,7 +76,8 @@ def _collect_samples() -> dict[str, list[tuple[list, dict]]]:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         module.check_op = record
-        for test_name, test in vars(module).items():
+        # A copy: a warning a test raises adds __warningregistry__ to the module.
+        for test_name, test in list(vars(module).items()):
             if test_name.startswith('test_') and callable(test):
                 for arguments in _parameter_sets(test):
                     try:
