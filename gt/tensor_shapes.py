@@ -5,6 +5,7 @@ of the table through `gt.tensor.apply`.
 """
 
 import operator
+import warnings
 from typing import Any
 
 import torch
@@ -30,6 +31,12 @@ LEGACY_TYPES = {'float32': 'torch.FloatTensor', 'float64': 'torch.DoubleTensor',
                 'int16': 'torch.ShortTensor', 'int8': 'torch.CharTensor',
                 'uint8': 'torch.ByteTensor', 'bool': 'torch.BoolTensor'}
 
+
+T_DEPRECATED = ('The use of `x.T` on tensors of dimension other than 2 to reverse their shape is '
+                'deprecated and it will throw an error in a future release. Consider `x.mT` to '
+                'transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` '
+                'to reverse the dimensions of a tensor.')
+_warned_of_T = False
 
 class ShapeMethods:
     __slots__ = ()
@@ -79,6 +86,12 @@ class ShapeMethods:
 
     @property
     def T(self):
+        """Every dim reversed; torch warns, once a process, where that is not a matrix
+        transpose (0-d and 2-d tensors aside)."""
+        global _warned_of_T
+        if self.ndim not in (0, 2) and not _warned_of_T:
+            _warned_of_T = True
+            warnings.warn(T_DEPRECATED, UserWarning, stacklevel=2)
         return self.permute(*reversed(range(self.ndim)))
 
     @property

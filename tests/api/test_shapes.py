@@ -1,6 +1,8 @@
 """Shape ops through the real runtime: reshape/view, transpose, .T, permute, (un)squeeze,
 flatten, expand, cat, stack, split and chunk."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -40,6 +42,19 @@ def test_transpose_T_permute():
     assert_same(matrix.T.T, tmatrix)
     vector, tvector = pair(array((4,)))
     assert_same(vector.T, tvector)  # torch warns on .T of other than 2 dims
+
+
+def test_T_of_other_than_a_matrix_warns_once_as_torchs(monkeypatch):
+    from gt import tensor_shapes
+
+    monkeypatch.setattr(tensor_shapes, '_warned_of_T', False)
+    with pytest.warns(UserWarning, match='The use of `x.T` on tensors of dimension other'):
+        reversed_dims = gt.ones(2, 3, 4).T
+    assert tuple(reversed_dims.shape) == (4, 3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        assert tuple(gt.ones(2, 3, 4).T.shape) == (4, 3, 2)  # once a process, as torch's
+        assert tuple(gt.ones(2, 3).T.shape) == (3, 2)
 
 
 def test_t_of_up_to_two_dims_as_torch_and_its_gradient():
