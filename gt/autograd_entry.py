@@ -8,6 +8,8 @@ from `grad_tensors`, and with `inputs` accumulates into those tensors' `.grad` a
 
 from typing import Any
 
+import torch
+
 from gt import anomaly_mode, backward_replay
 from gt.autograd import _accumulate, _free, _propagate, _reachable
 from gt.grad_mode import enable_grad, no_grad
@@ -70,8 +72,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                          'materialize_grads=True, but got: allow_unused=False.')
     allow_unused = materialize_grads if allow_unused is None else allow_unused
     outputs, inputs = _listed(outputs), _listed(inputs)
-    if grad_outputs is None or not isinstance(grad_outputs, (list, tuple)):
-        grad_outputs = [grad_outputs] * len(outputs)
+    grad_outputs = [None] * len(outputs) if grad_outputs is None else _listed(grad_outputs)
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f'grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs')
     for kind, tensors, what in (('output', outputs, 'require grad and has no grad_fn'),
@@ -113,4 +114,11 @@ def _batched(outputs: list, inputs: list, grad_outputs: list, keep: bool, create
 
 
 def _listed(tensors: Any) -> list:
-    return list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    """One tensor (or None) as a list of it; any other iterable (`model.parameters()`, a
+    dict's values) listed, as torch's `tuple(inputs)` does. A tensor iterates over its
+    rows, so it is checked first."""
+    from gt.tensor import Tensor  # which imports this module
+
+    if tensors is None or isinstance(tensors, (Tensor, torch.Tensor)):
+        return [tensors]
+    return list(tensors)
