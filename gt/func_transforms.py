@@ -4,13 +4,16 @@
 torch builds them into its dispatcher; GT composes them of its own tape. A transform
 differentiates with respect to a fresh alias of each input (a view that keeps any outer
 transform's history, so `grad(grad(f))` and `vmap(grad(f))` nest), with `create_graph`
-when an outer level will differentiate again. Arguments and results may be pytrees
-(a dict of parameters, as `functional_call` takes). `vmap` runs the function once per
-index of the mapped dimension and stacks the results: the same numbers as torch's
-batching rules, at one call per sample (recorded lazily, so still one program); random
-draws inside it are each sample's own, as `randomness='different'` would have them,
-but not torch's values. `jacfwd` and the forward half of `hessian` give the same numbers
-the reverse way, as GT has no forward-mode AD.
+when an outer level will differentiate again: when an input requires grad, or when the
+function's results reach a tensor it closes over that does (a model's parameters in a
+PINN's `vmap(hessian(lambda x: net(x)))`, whose residual trains the net). Arguments
+and results may be pytrees (a dict of parameters, as `functional_call` takes). `vmap`
+runs the function once per index of the mapped dimension and stacks the results: the
+same numbers as torch's batching rules, at one call per sample (recorded lazily, so
+still one program); random draws inside it are each sample's own, as
+`randomness='different'` would have them, but not torch's values. `jacfwd` and the
+forward half of `hessian` give the same numbers the reverse way, as GT has no
+forward-mode AD.
 """
 
 from typing import Any, Callable
@@ -37,6 +40,18 @@ def _lifted(tree: Any) -> tuple[Any, list, bool]:
               if isinstance(leaf, Tensor) else leaf for leaf in leaves]
     return tree_unflatten(lifted, spec), [leaf for leaf in lifted if isinstance(leaf, Tensor)], \
         nested
+
+
+def _reaches_outer(results: Any, aliases: list) -> bool:
+    """Whether `results` depend on a tensor that requires grad other than the transform's
+    `aliases`: one the function closes over, which an outer backward differentiates."""
+    own = {id(alias) for alias in aliases}
+    tensors = [leaf for leaf in tree_flatten(results)[0] if isinstance(leaf, Tensor)]
+    if any(t.grad_fn is None and t.requires_grad and id(t) not in own for t in tensors):
+        return True
+    nodes = autograd._reachable([t.grad_fn for t in tensors if t.grad_fn is not None])
+    return any(tensor.grad_fn is None and tensor.requires_grad and id(tensor) not in own
+               for node in nodes for tensor in node.inputs)
 
 
 def _argnums(argnums: Any, count: int) -> tuple[int, ...]:
@@ -107,6 +122,7 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
                                    f'scalar Tensor, got tensor with {output.ndim} dims. Maybe '
                                    'you wanted to use the vjp or jacrev APIs instead?')
             inputs = [leaf for _, leaves in parts for leaf in leaves]
+            nested = nested or _reaches_outer((output, aux), inputs)
             grads = _gradients([output], inputs, None, nested)
         gradient = _detached(_rebuilt(parts, grads, argnums), nested)
         value = _detached(output, nested)
@@ -141,6 +157,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         lifted, leaves, nested = _lifted(primals)
         result = func(*lifted)
     output, aux = _split_aux(result, has_aux, 'vjp(f, *primals)')
+    nested = nested or _reaches_outer(result, leaves)
     out_leaves, out_spec = tree_flatten(output)
 
     def vjp_fn(cotangents: Any) -> tuple:
@@ -175,6 +192,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
         lifted, leaves, nested = _lifted(primals)
         result = func(*lifted)
         output, aux = _split_aux(result, has_aux, 'jvp(f, primals, tangents)')
+        nested = nested or _reaches_outer(result, leaves)
         out_leaves, out_spec = tree_flatten(output)
         dummies = [zeros_like(out).requires_grad_() for out in out_leaves]
         pulled = _gradients(out_leaves, leaves, dummies, True)
@@ -196,6 +214,7 @@ def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False,
             output, aux = _split_aux(result, has_aux, 'jacrev(f, ...)(*args)')
             out_leaves, out_spec = tree_flatten(output)
             inputs = [leaf for _, leaves in parts for leaf in leaves]
+            nested = nested or _reaches_outer(result, inputs)
             jacobians = []
             for out in out_leaves:
                 blocks = jacobian_blocks(out, inputs, lambda picked: _gradients(

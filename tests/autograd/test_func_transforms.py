@@ -107,3 +107,36 @@ def test_errors_are_torchs(case):
     with pytest.raises(type(theirs.value)) as mine:
         ERRORS[case](gt_func, gt)
     assert str(mine.value) == str(theirs.value)
+
+
+CLOSED_OVER = {
+    'grad': lambda lib, w, x: lib.func.grad(lambda xi: (w * xi).sin().sum())(x),
+    'grad_and_value': lambda lib, w, x: lib.func.grad_and_value(
+        lambda xi: (w * xi).sin().sum())(x)[1],
+    'jacrev': lambda lib, w, x: lib.func.jacrev(lambda xi: (w * xi).sin())(x),
+    'vjp': lambda lib, w, x: lib.func.vjp(lambda xi: (w * xi).sin(), x)[1](lib.ones(2))[0],
+    'jvp': lambda lib, w, x: lib.func.jvp(lambda xi: (w * xi).sin(), (x,), (lib.ones(2),))[1],
+    'hessian': lambda lib, w, x: lib.func.hessian(lambda xi: (w * xi).sin().sum())(x),
+    'vmap of grad': lambda lib, w, x: lib.func.vmap(
+        lib.func.grad(lambda xi: (w[0] * xi).sin()))(x),
+}
+
+
+@pytest.mark.parametrize('case', CLOSED_OVER, ids=str)
+def test_results_differentiate_through_the_tensors_the_function_closes_over(case):
+    """torch's transforms keep the outer graph: a PINN's residual from
+    `vmap(hessian(lambda x: net(x)))` trains the net. GT's results came back detached
+    when only a captured tensor required grad: no gradient reached it, in silence."""
+    results = []
+    for lib in (gt, torch):
+        w = lib.tensor([0.5, 2.0], requires_grad=True)
+        result = CLOSED_OVER[case](lib, w, lib.tensor([1.0, 3.0]))
+        assert result.requires_grad
+        result.pow(2).sum().backward()
+        results.append(torch.tensor(w.grad.tolist()))
+    torch.testing.assert_close(results[0], results[1])
+
+
+def test_a_transform_of_a_function_of_its_inputs_alone_stays_detached():
+    x = gt.tensor([1.0, 3.0])
+    assert not gt.func.grad(lambda xi: (xi * xi).sum())(x).requires_grad
