@@ -178,7 +178,7 @@ class ShapeMethods:
     def contiguous(self, memory_format=None):
         """The tensor itself, or a copy where it is a view torch would not lay out as a
         fresh tensor (a transpose, a column): a copy aliases nothing."""
-        return self if views.is_contiguous_view(self) else self.clone()
+        return self if views.is_contiguous_view(self) else core.apply('contiguous', [self])
 
     def is_contiguous(self, memory_format=None) -> bool:
         return views.is_contiguous_view(self)
@@ -285,7 +285,11 @@ class ShapeMethods:
     def long(self, memory_format=None): return self.to(torch.int64)
     def bool(self, memory_format=None): return self.to(torch.bool)
 
-    def clone(self, memory_format=None):  # a GT value has no memory layout to choose
+    def clone(self, memory_format=None):
+        """A copy laid out as this tensor is (a transpose stays one, as torch's
+        preserve_format keeps it), or as a fresh tensor for `torch.contiguous_format`."""
+        if memory_format == torch.contiguous_format and not views.is_contiguous_view(self):
+            return core.apply('contiguous', [self])
         return core.apply('cast', [self], dtype=self._type.dtype)
 
 

@@ -1,5 +1,6 @@
 """Gradients of the shape ops ('reshape', 'transpose', 'permute', 'unsqueeze', 'squeeze',
-'expand', 'cat', 'stack', 'split', 'distribute', 'copy_into', 'untracked_write') against
+'expand', 'cat', 'stack', 'split', 'contiguous', 'distribute', 'copy_into',
+'untracked_write') against
 torch, including chunk and unused pieces."""
 
 import pytest
@@ -25,6 +26,7 @@ import gt
     ('expand new dims', lambda x: x.expand(5, 2, 3, 4)),
     ('expand -1', lambda x: x.unsqueeze(1).expand(-1, 3, -1, -1)),
     ('expand_as', lambda x: x[:1].expand_as(x)),
+    ('contiguous', lambda x: x.transpose(0, 2).contiguous().view(-1) * 2),
 ])
 def test_shape_ops(name, fn):
     check_vs_torch(fn, (2, 3, 4))

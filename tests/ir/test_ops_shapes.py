@@ -5,6 +5,8 @@ import pytest
 import torch
 from op_check import check_op, tensor
 
+from gt.ir import OPS
+
 f32, f16, i64, b8 = torch.float32, torch.float16, torch.int64, torch.bool
 
 
@@ -112,3 +114,11 @@ def test_folded_mm_is_one_mm_over_every_leading_position(a, b, dtype):
     x, y = tensor(a, dtype, low=-3, high=4), tensor(b, dtype, low=-3, high=4)
     check_op('folded_mm', [x, y], {},
              torch.mm(x.flatten(0, -2).t(), y.flatten(0, -2)))
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.int64, torch.bool], ids=str)
+def test_contiguous_copies_a_view_into_a_fresh_layout(dtype):
+    """'contiguous' is torch's: a transposed view becomes a copy laid out row by row."""
+    view = tensor((3, 4), dtype).t()
+    check_op('contiguous', [view], {}, view.contiguous())
+    assert OPS['contiguous'].torch(view).stride() == (3, 1)

@@ -114,3 +114,25 @@ def test_functional_forms_have_torchs_defaults():
     x = gt.randn(3, 4)
     assert nn.dropout.alpha_dropout(x) is x  # training=False by default, as in torch
     assert nn.dropout.feature_alpha_dropout(x) is x
+
+
+LAID_OUT = {
+    'a transpose made contiguous': lambda lib: lib.ones(3, 4).t().contiguous(),
+    'cloned to contiguous_format': lambda lib: lib.ones(3, 4).t().clone(
+        memory_format=torch.contiguous_format),
+    'pad_packed_sequence, batch first, unsorted': lambda lib: lib.nn.utils.rnn.pad_packed_sequence(
+        lib.nn.utils.rnn.pack_sequence([lib.ones(n, 3) for n in (2, 5, 4)],
+                                       enforce_sorted=False), batch_first=True)[0],
+}
+
+
+@pytest.mark.parametrize('case', LAID_OUT, ids=str)
+def test_a_mask_over_a_copy_of_a_transpose_is_torchs(case):
+    """A mask is drawn in the order of its input's memory: a `.contiguous()` of a
+    transpose kept the transposed layout on the worker, and the mask was another."""
+    masks = []
+    for lib in (gt, torch):
+        x = LAID_OUT[case](lib)
+        lib.manual_seed(0)
+        masks.append(lib.nn.functional.dropout(x, 0.5).tolist())
+    assert masks[0] == masks[1]

@@ -266,6 +266,14 @@ def _cast_grad(emit, inputs, grads, dtype):
     return [grads[0]]
 
 
+def _contiguous_type(types):
+    return tuple(types)
+
+
+def _contiguous_grad(emit, inputs, grads):
+    return [grads[0]]
+
+
 ROWS = [
     OpDef('neg', same_dtype_type('neg'), torch.neg, lambda x: np.asarray(np.negative(x)),
           grad=_neg_grad, shard=pointwise('one')),
@@ -297,6 +305,11 @@ ROWS = [
     OpDef('bitwise_not', _bitwise_not_type, torch.bitwise_not,
           lambda x: np.asarray(np.invert(x)), shard=pointwise()),
     OpDef('clamp', _clamp_type, torch.clamp, _np_clamp, grad=_clamp_grad, shard=pointwise()),
+    # A copy laid out as a fresh tensor, where the worker holds a transposed view: torch's
+    # `x.t().contiguous()`, whose layout decides the order random draws fill it in
+    # (dropout's mask, randn_like).
+    OpDef('contiguous', _contiguous_type, lambda x: x.contiguous(),
+          lambda x: np.ascontiguousarray(x), grad=_contiguous_grad, shard=pointwise()),
     OpDef('cast', _cast_type,
           lambda x, dtype: x.to(TORCH_DTYPES[dtype]),
           lambda x, dtype: x.astype(NUMPY_DTYPES[dtype]), grad=_cast_grad, shard=pointwise()),

@@ -113,7 +113,9 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None
                         ) -> tuple[Tensor, Tensor]:
     """The padded batch of a packed one, in the order the sequences were given, and their
-    lengths (a GT int64 tensor; torch's is a CPU tensor)."""
+    lengths (a GT int64 tensor; torch's is a CPU tensor). Transposed before the reorder,
+    as torch's is: the reordered batch is then laid out as a fresh tensor, as torch's,
+    and dropout's mask over it is torch's."""
     batch_sizes = sequence.batch_sizes
     steps = len(batch_sizes)
     if total_length is not None:
@@ -125,10 +127,12 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     padded = pad_steps(sequence.data, batch_sizes, steps, padding_value)
     lengths = tensor((batch_sizes.unsqueeze(0) > torch.arange(int(batch_sizes[0]))
                       .unsqueeze(1)).sum(1))
+    if batch_first:
+        padded = padded.transpose(0, 1)
     if sequence.unsorted_indices is not None:
-        padded = padded.index_select(1, sequence.unsorted_indices)
+        padded = padded.index_select(0 if batch_first else 1, sequence.unsorted_indices)
         lengths = lengths.index_select(0, sequence.unsorted_indices)
-    return (padded.transpose(0, 1) if batch_first else padded), lengths
+    return padded, lengths
 
 
 def pack_sequence(sequences: Iterable[Tensor], enforce_sorted: bool = True) -> PackedSequence:
