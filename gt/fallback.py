@@ -91,7 +91,7 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
     try:
         found = signature(name, types, wire_args, wire_kwargs, factory=not inputs)
     except NeedsData:
-        return _run_here(name, args, kwargs, inputs)
+        return _run_here(name, args, kwargs, inputs, writes_input)
     if random and found.types is None and not writes_input:
         counted = _counts_as_numbers(args, kwargs)
         if counted is not None:  # `multinomial(p, lengths[0])`: torch reads the count too
@@ -202,10 +202,8 @@ def _drawn_here(name: str, args: tuple, kwargs: dict) -> Any:
     if grad_mode.enabled and any(t.requires_grad for t in inputs):
         raise NotImplementedError(f'{name}: GT has no gradient for a draw from a '
                                   'torch.Generator; call it under gt.no_grad()')
-    result = _run_here(name, args, kwargs, inputs)
-    if torch_functions.in_place(name):
-        return args[0]._rebind(result)
-    if requires_grad:
+    result = _run_here(name, args, kwargs, inputs)  # which writes an in-place draw's tensor
+    if requires_grad and not torch_functions.in_place(name):
         result.requires_grad_()
     return result
 
@@ -221,9 +219,12 @@ def _collect_tensors(item: Any, found: list[Tensor]) -> None:
             _collect_tensors(element, found)
 
 
-def _run_here(name: str, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any:
+def _run_here(name: str, args: tuple, kwargs: dict, inputs: list[Tensor],
+              writes_input: bool = False) -> Any:
     """Fetch the inputs and run the function in this process, for results that are not
-    tensors of a shape meta tensors can tell."""
+    tensors of a shape meta tensors can tell. A call that writes its first argument
+    (`x[mask_0d] = v`, Wishart's resampling of a singular draw) writes the fetched copy,
+    which the GT tensor then takes: the write had been lost."""
     values = connection.current().fetch([t._id for t in inputs]) if inputs else []
     local = {id(tensor): value for tensor, value in zip(inputs, values)}
 
@@ -236,12 +237,17 @@ def _run_here(name: str, args: tuple, kwargs: dict, inputs: list[Tensor]) -> Any
 
     result = torch_functions.resolve(name)(*swap(list(args)),
                                            **{key: swap(value) for key, value in kwargs.items()})
-    if not flatten(result):
+    writes = torch_functions.in_place(name) or writes_input
+    if not writes and not flatten(result):
         return result
     if grad_mode.enabled and any(t.requires_grad for t in inputs):
         raise NotImplementedError(f'{name}: GT cannot differentiate a function it has to run '
                                   'outside the cluster (no shape rule in torch for it)')
     from gt.creation import tensor
+    if writes:
+        target = args[0]
+        target._rebind(tensor(result if writes_input else local[id(target)]))
+        return None if name.endswith('__setitem__') else target
     return rebuild(result, iter([tensor(t) for t in flatten(result)]))
 
 

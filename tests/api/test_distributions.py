@@ -525,3 +525,17 @@ def test_submodules_import_by_their_dotted_names_as_torchs():
         kl_divergence(Normal(gt.zeros(2), gt.ones(2)), Normal(gt.ones(2), gt.ones(2) * 2)).data,
         TD.kl_divergence(TD.Normal(torch.zeros(2), torch.ones(2)),
                          TD.Normal(torch.ones(2), torch.ones(2) * 2)))
+
+
+def test_wisharts_resampling_of_a_singular_draw_is_torchs():
+    """torch's Wishart redraws a sample its support check calls singular and writes the
+    redraw in with a 0-d boolean mask (`sample[is_singular] = new[is_singular]`), which
+    GT had lost: every later draw was out of step with torch's."""
+    samples = []
+    for lib in (gt, torch):
+        lib.manual_seed(0)
+        wishart = lib.distributions.Wishart(df=lib.tensor(4.0), covariance_matrix=lib.eye(2))
+        with pytest.warns(UserWarning, match='Singular sample detected'):
+            first = wishart.sample()
+        samples.append(torch.tensor([first.tolist(), lib.randn(2, 2).tolist()]))
+    torch.testing.assert_close(samples[0], samples[1])

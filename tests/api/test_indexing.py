@@ -142,3 +142,17 @@ def test_a_zero_dim_integer_tensor_indexes_as_torchs():
     mine, theirs = run_zero_dim_tensor_indices(gt), run_zero_dim_tensor_indices(torch)
     assert mine[0] == pytest.approx(theirs[0], rel=1e-6)
     assert mine[1:] == theirs[1:]
+
+
+@pytest.mark.parametrize('flag', [True, False])
+def test_a_write_through_a_0d_boolean_mask_is_torchs(flag):
+    """A 0-d mask selects the whole tensor or nothing; its write ran in the client (its
+    result's size depends on the mask's value) and was lost."""
+    results = []
+    for lib in (gt, torch):
+        x, y = lib.zeros(2, 2), lib.arange(4.0).view(2, 2)
+        x[lib.tensor(flag)] = y[lib.tensor(flag)]
+        z = lib.zeros(3)
+        z[lib.tensor(flag)] = 5.0
+        results.append((x.tolist(), z.tolist()))
+    assert results[0] == results[1]
