@@ -91,9 +91,23 @@ class Mover(ABC):
 
     def sync_generator(self, context: Any, source: int, targets: list, tag: int,
                        wait: Callable) -> None:
-        """Copy the session's generator state from `source` to `targets`."""
+        """Copy the session's generator state from `source` to `targets`. A failure is
+        kept, as a move's is: the program's rerun after it must not wait again for the
+        state it took (it waited until GT_PEER_TIMEOUT, holding the worker)."""
         if tag in context.moved:
+            done = context.moved[tag]
+            if isinstance(done, Exception):
+                raise done
             return
+        try:
+            self._sync_generator(context, source, targets, tag, wait)
+        except Exception as error:
+            context.moved[tag] = error
+            raise
+        context.moved[tag] = None
+
+    def _sync_generator(self, context: Any, source: int, targets: list, tag: int,
+                        wait: Callable) -> None:
         key = (context.session, context.base, tag)
         if self.index == source:
             state = self.engine.generator_state(context.generator)
@@ -103,8 +117,13 @@ class Mover(ABC):
             state = self._receive(key, source, wait)
             if isinstance(state, Failed):
                 raise PeerLost(f'worker {source} could not send its random generator state')
-            self.engine.set_generator_state(context.generator, state)
-        context.moved[tag] = None
+            try:
+                self.engine.set_generator_state(context.generator, state)
+            except Exception as error:
+                raise RuntimeError(
+                    f"worker {source}'s random generator state is not one this worker "
+                    f'({self.engine.describe()}) can take: a random draw sharded over '
+                    'workers needs workers of one engine and one device kind') from error
 
     def _move(self, context: Any, value: Any, source: list, target: list, shape: list,
               dtype: str, tag: int, wait: Callable) -> Any:

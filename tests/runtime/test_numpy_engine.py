@@ -1,6 +1,8 @@
 """A worker started with `--backend numpy` runs the op table's numpy rows and gives the
 numbers torch gives."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -74,3 +76,28 @@ def test_numpy_engine_matches_torch(numpy_results, name):
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     assert got.shape == want.shape, (got.shape, want.shape)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_draw_sharded_over_a_torch_and_a_numpy_worker_fails_at_once_naming_why():
+    """Their generator states differ in kind: the numpy worker could not take the torch
+    worker's, and the program's rerun waited again for the state it had taken, holding
+    both workers, and every session on them, until GT_PEER_TIMEOUT (300 s)."""
+    cluster = Cluster(workers=1)
+    try:
+        cluster.wait_ready()
+        cluster.workers.append(cluster._start('worker1', [
+            'gt.worker', '--host', 'localhost', '-p', str(cluster.port), '--backend', 'numpy',
+            *cluster.guard]))
+        cluster.wait_ready(2)
+        with connected(cluster.address):
+            gt.randn(4, 4).sum().item()  # a draw on one worker: the next must sync the state
+            gt.register_config('shard rows', gt.SignalConfig(shard=gt.ShardConfig(axis=0)))
+            with gt.signal.context('shard rows'):
+                drawn = gt.randn(8, 4)
+            started = time.monotonic()
+            with pytest.raises(gt.WorkerError, match='needs workers of one engine'):
+                drawn.sum().item()
+            assert time.monotonic() - started < 30
+            assert gt.ones(2).sum().item() == 2.0
+    finally:
+        cluster.stop()
