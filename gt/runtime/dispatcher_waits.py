@@ -70,7 +70,8 @@ class DispatcherWaits:
                     f'no answer from the GT dispatcher at {self.endpoint} for '
                     f'{SILENCE_SECONDS:.0f} s: is it running?'
                     + (self.handshake.hint() if self.handshake else ''))
-            if (startup and not starting_locally and not noticed
+            # Only a dispatcher heard from answers: one that is not running said nothing.
+            if (startup and not starting_locally and not noticed and last_heard > started
                     and now - started > WORKERLESS_NOTICE_SECONDS):
                 noticed = True
                 print(f'gt: the dispatcher at {self.endpoint} answers, but no worker has '

@@ -100,6 +100,22 @@ def test_a_server_without_workers_is_said_while_waiting_then_raises(start_cluste
     assert 'no GT worker joined the dispatcher' in result.stdout, result
 
 
+@pytest.mark.time_limit(60)
+def test_connecting_where_nothing_listens_says_only_that_nothing_answers():
+    """The notice that the dispatcher answers but has no worker came for a dispatcher
+    that was not running at all (found by an audit)."""
+    script = start_script(f"""
+        import gt
+        try:
+            gt.connect('localhost:{free_port()}')
+        except ConnectionError as error:
+            print(error)
+        """, env={'GT_TIMEOUT': '7'})
+    result = finish_script(script, timeout=40)
+    assert 'is it running' in result.stdout, result
+    assert 'answers' not in result.stderr, result.stderr
+
+
 @pytest.mark.time_limit(90)
 def test_killed_worker_fails_the_next_fetch(start_cluster):
     private = start_cluster(workers=1, env={'GT_HEARTBEAT_TIMEOUT': '1.5'})
