@@ -5,6 +5,7 @@ import argparse
 import gc
 import os
 import signal
+import socket as sockets
 import sys
 import tempfile
 import threading
@@ -43,10 +44,25 @@ def endpoint_for(address: str) -> str:
         raise ValueError(f'expected an address like "localhost:12345" (a port from 1 to '
                          f'65535), got {address!r}')
     if host in LOCAL_HOSTS:
-        if os.path.exists(local_socket_path(int(port))):
+        if _listening(local_socket_path(int(port))):
             return f'ipc://{local_socket_path(int(port))}'
         host = '127.0.0.1'
     return f'tcp://{host}:{port}'
+
+
+def _listening(path: str) -> bool:
+    """Whether a server listens on the ipc socket at `path`: a killed one leaves the file,
+    which took `localhost:PORT` from a live server on TCP at that port."""
+    if not os.path.exists(path):
+        return False
+    probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def dealer(endpoint: str, identity: bytes | None = None, keys: Any = None,

@@ -136,3 +136,30 @@ def test_the_seeds_pytorch_backend_name_is_torchs(start_cluster):
     with connected(cluster.address):
         assert gt.arange(4).sum().item() == 6
         assert gt.debug.get_worker_stats()[0]['engine'] == 'torch'
+
+
+def test_a_stale_ipc_socket_file_does_not_take_the_address_from_tcp():
+    """A killed server leaves its ipc socket file: `localhost:PORT` went there, and a
+    live server on TCP at that port was unreachable by that name (found by an audit)."""
+    import socket
+
+    from gt.runtime.transport import endpoint_for
+
+    port = free_port()
+    path = local_socket_path(port)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(path)  # a socket file nobody listens on, as a killed server leaves it
+    stale.close()
+    try:
+        assert endpoint_for(f'localhost:{port}') == f'tcp://127.0.0.1:{port}'
+        os.unlink(path)
+        live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        live.bind(path)
+        live.listen()
+        try:
+            assert endpoint_for(f'localhost:{port}') == f'ipc://{path}'
+        finally:
+            live.close()
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
