@@ -79,6 +79,9 @@ def view_ir(path: str) -> str:
     suffix picks the format (`.svg`, `.png`, `.pdf`, or `.dot` for the Graphviz source);
     drawing needs Graphviz's `dot` (Debian/Ubuntu: apt install graphviz). Returns `path`."""
     source = connection.current().dump('dot')
+    if not source.startswith('digraph'):  # the dispatcher's word for no fragment yet
+        raise RuntimeError(f'view_ir: nothing to draw: {source.strip("()")} (record some '
+                           'ops and fetch a value, or call gt.sync(), first)')
     form = os.path.splitext(path)[1].lstrip('.').lower()
     if form == 'dot':
         with open(path, 'w') as file:
@@ -90,8 +93,11 @@ def view_ir(path: str) -> str:
     if shutil.which('dot') is None:
         raise RuntimeError("view_ir needs Graphviz's `dot` program (Debian/Ubuntu: apt install "
                            'graphviz; macOS: brew install graphviz), or a path ending in .dot')
-    subprocess.run(['dot', f'-T{form}', '-o', path], input=source, text=True, check=True,
-                   capture_output=True)
+    drawn = subprocess.run(['dot', f'-T{form}', '-o', path], input=source, text=True,
+                           capture_output=True)
+    if drawn.returncode != 0:
+        raise RuntimeError(f'view_ir: Graphviz could not draw {path!r}: '
+                           f'{drawn.stderr.strip() or f"dot exited with {drawn.returncode}"}')
     return path
 
 

@@ -56,3 +56,24 @@ def test_view_ir_draws_one_cluster_per_worker_with_moves_in_red(four, tmp_path):
     dot = open(source).read()
     assert 'color="#d93025"' in dot  # the transfer of the weight from its home worker
     assert 'S0@w0,w1,w2' in dot
+
+
+def test_view_ir_says_why_it_cannot_draw(tmp_path):
+    """Before any fragment, and when Graphviz fails (a folder that is not there): a bare
+    CalledProcessError hid Graphviz's own words (found by an audit)."""
+    result = run_script(f"""
+import gt
+try:
+    gt.debug.view_ir({str(tmp_path / 'early.svg')!r})
+except RuntimeError as error:
+    print(error)
+(gt.ones(2) + 1).tolist()
+try:
+    gt.debug.view_ir({str(tmp_path / 'missing' / 'x.svg')!r})
+except RuntimeError as error:
+    print(error)
+""")
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.strip().splitlines()[:2]
+    assert first.startswith('view_ir: nothing to draw: no fragment planned yet'), first
+    assert 'Graphviz could not draw' in second and 'x.svg' in second, second
