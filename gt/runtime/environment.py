@@ -38,6 +38,11 @@ VARIABLES: dict[str, tuple[int | float | None, int | None]] = {
     'GT_EXPRESS_SECONDS': (0.002, None),
 }
 ZERO_ALLOWED = {'GT_EXPRESS_SECONDS'}  # 0 turns the express lane off
+# Timeouts that must outlast the signs of life they wait for: a worker's heartbeat every
+# 0.5 s and a client's ping every 1 s. GT_HEARTBEAT_TIMEOUT=0.01 lost every worker at each
+# heartbeat, and every session's values with it.
+FLOORS = {'GT_HEARTBEAT_TIMEOUT': (1.0, "twice a worker's heartbeat interval (0.5 s)"),
+          'GT_TIMEOUT': (2.0, "twice a client's ping interval (1 s)")}
 SIZES = ('GT_MAX_MESSAGE_BYTES', 'GT_SESSION_MEMORY_LIMIT')  # bytes; unset or 0: no bound
 UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 
@@ -68,6 +73,8 @@ def value_of(name: str) -> int | float:
         _refuse(name, 'not a finite number')
     if kind is float and (value < 0 or value == 0 and name not in ZERO_ALLOWED):
         _refuse(name, 'negative' if value < 0 else 'not above 0')
+    if name in FLOORS and value < FLOORS[name][0]:
+        _refuse(name, f'below {FLOORS[name][0]:g} s, {FLOORS[name][1]}')
     return value
 
 

@@ -29,6 +29,7 @@ README = Path(__file__).resolve().parents[2] / 'README.md'
     ('GT_STARTUP_TIMEOUT', 'inf', 'not a finite number'),
     ('GT_WEIGHT', 'nan', 'not a finite number'),
     ('GT_WORKER_THREADS', '0', 'below 1, the least it can be; unset it for the default\n'),
+    ('GT_TIMEOUT', '0.5', "below 2 s, twice a client's ping interval (1 s)"),
 ])
 def test_a_client_refuses_a_malformed_number_by_name(name, value, problem):
     result = run_script('import gt\ngt.ones(1).tolist()', env={name: value})
@@ -40,6 +41,8 @@ def test_a_client_refuses_a_malformed_number_by_name(name, value, problem):
     ('GT_WORKER_WINDOW', '0', "GT_WORKER_WINDOW='0' is below 1"),
     ('GT_HOTPATH_THRESHOLD', '0', "GT_HOTPATH_THRESHOLD='0' is below 1"),
     ('GT_EXPRESS_SECONDS', '-1', "GT_EXPRESS_SECONDS='-1' is negative"),
+    ('GT_HEARTBEAT_TIMEOUT', '0.01', "GT_HEARTBEAT_TIMEOUT='0.01' is below 1 s, twice a "
+     "worker's heartbeat interval"),
     ('GT_MAX_MESSAGE_BYTES', 'lots', "GT_MAX_MESSAGE_BYTES: not a size: 'lots'"),
     ('GT_INSTRUCTION_LOG', '/nonexistent/dir/ops.log',
      "GT_INSTRUCTION_LOG='/nonexistent/dir/ops.log' cannot be written: No such file"),
