@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> None:
                     'encrypt (make the keys with `python -m gt.scripts.keys DIR`; clients and '
                     'workers set GT_CURVE_SERVER_KEY=DIR/server.key), or --insecure if the '
                     'network is yours alone.\n')
+    log = args.log or os.environ.get('GT_INSTRUCTION_LOG')
+    problem = log and environment.unwritable(log)
+    if problem:  # before listening: a failure after left the ipc socket file behind
+        parser.exit(2, f'gt.server: cannot write the instruction log {log!r}: {problem}\n')
     limits = Limits(args.token, args.max_message_bytes, args.session_memory_limit or None,
                     curve)
     terminate_on_sigterm()

@@ -144,12 +144,19 @@ def check_all() -> None:
             raise ValueError(f'{name}={os.environ[name]!r} is not one of '
                              f'{", ".join(allowed)}; unset it for the default, {allowed[0]}')
     log = os.environ.get('GT_INSTRUCTION_LOG')
-    if log:
-        try:
-            open(log, 'a').close()  # the dispatcher starts it afresh; this only probes
-        except OSError as error:
-            raise ValueError(f'GT_INSTRUCTION_LOG={log!r} cannot be written: '
-                             f'{error.strerror}') from None
+    problem = log and unwritable(log)
+    if problem:
+        raise ValueError(f'GT_INSTRUCTION_LOG={log!r} cannot be written: {problem}')
+
+
+def unwritable(path: str) -> str | None:
+    """Why the instruction log cannot be written at `path`, or None (the dispatcher
+    starts it afresh; this only probes)."""
+    try:
+        open(path, 'a').close()
+    except OSError as error:
+        return error.strerror
+    return None
 
 
 def _refuse(name: str, problem: str):

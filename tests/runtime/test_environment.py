@@ -136,3 +136,22 @@ def test_a_session_weight_out_of_bounds_is_refused(weight):
         environment.weight(weight)
     assert environment.weight(1e-6) == 1e-6
     assert environment.hello_weight(weight) == 1.0  # a Hello from any client: the default
+
+
+@pytest.mark.parametrize('how', ['--log', 'GT_INSTRUCTION_LOG'])
+def test_the_server_refuses_a_log_it_cannot_write_before_it_listens(how, tmp_path):
+    """A traceback from the first event written, and the ipc socket file left behind,
+    which then took `localhost:PORT` (found by an audit)."""
+    from gt_test_support import free_port
+
+    from gt.runtime.transport import local_socket_path
+
+    port, log = free_port(), str(tmp_path / 'missing' / 'ops.log')
+    server = subprocess.run(
+        [sys.executable, '-m', 'gt.server', '-p', str(port),
+         *(['--log', log] if how == '--log' else [])], timeout=60, capture_output=True,
+        text=True, env={**os.environ, **({'GT_INSTRUCTION_LOG': log} if how != '--log' else {})})
+    assert server.returncode == 2
+    assert server.stderr == (f'gt.server: cannot write the instruction log {log!r}: No such '
+                             'file or directory\n'), server.stderr
+    assert not os.path.exists(local_socket_path(port))
