@@ -146,8 +146,8 @@ def _values_in_workers(original: Any) -> Any:
 
 
 def _made_here(value: Any) -> bool:
-    """A GT tensor of this process's session; the parent's pickle as an error that the
-    parent raises, naming the cause."""
+    """A GT tensor of this process's session. The parent's tensors are left to pickle as
+    the error the parent raises, naming the cause (gt/runtime/ownership.py)."""
     return isinstance(value, Tensor) and value._client.pid == ownership.process_id()
 
 

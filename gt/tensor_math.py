@@ -97,8 +97,8 @@ class MathMethods:
     def clamp(self, min: Any = None, max: Any = None):
         if isinstance(min, (core.Tensor, torch.Tensor)) or isinstance(
                 max, (core.Tensor, torch.Tensor)):
-            result = self if min is None else self.maximum(core.as_tensor(min))
-            return result if max is None else result.minimum(core.as_tensor(max))
+            result = self if min is None else self.maximum(core.as_tensor(min, self))
+            return result if max is None else result.minimum(core.as_tensor(max, self))
         return core.apply('clamp', [self], min=min, max=max)
 
     def clamp_(self, min: Any = None, max: Any = None):
