@@ -159,3 +159,8 @@ def check_assignable(op: str, value: tuple[int, ...], target: tuple[int, ...]) -
     if not fits:
         raise ValueError(f'{op}: a value of shape {list(value)} cannot be assigned to '
                          f'an indexed region of shape {list(target)}')
+
+
+def same_types(types: tuple, **attrs) -> tuple:
+    """The type rule of an op whose outputs are its inputs' types (a copy, a move)."""
+    return tuple(types)

@@ -13,10 +13,7 @@ import torch
 from gt.ir.ops.communication import destination_type, like_destination
 from gt.ir.ops.opdef import OpDef
 from gt.ir.sharding import pointwise
-
-
-def _same_type(types):
-    return tuple(types)
+from gt.ir.type_rules import same_types
 
 
 def _source(destination, source):
@@ -28,7 +25,7 @@ def _untracked_write_grad(emit, inputs, grads):
 
 
 ROWS = [
-    OpDef('detach', _same_type, torch.detach, lambda x: x, shard=pointwise()),
+    OpDef('detach', same_types, torch.detach, lambda x: x, shard=pointwise()),
     OpDef('untracked_write', destination_type('untracked_write'), _source, _source,
           grad=_untracked_write_grad, shard=like_destination),
 ]

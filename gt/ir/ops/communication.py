@@ -12,12 +12,10 @@ import numpy as np
 import torch
 
 from gt.ir.ops.creation import no_outputs
+from gt.ir.ops.gradients import passed_through
 from gt.ir.ops.opdef import OpDef
 from gt.ir.sharding import pointwise
-
-
-def _same_type(types, **attrs):
-    return tuple(types)
+from gt.ir.type_rules import same_types
 
 
 def _move(ctx, *value, **attrs):
@@ -31,10 +29,6 @@ MOVES = ('shard', 'all_gather', 'all_reduce', 'reduce_scatter', 'all_to_all', 't
 def _sync_generator(ctx, **attrs):
     ctx.sync_generator(**attrs)
     return ()
-
-
-def _distribute_grad(emit, inputs, grads):
-    return [grads[0]]
 
 
 def destination_type(name: str):
@@ -61,11 +55,11 @@ def _copy_into_grad(emit, inputs, grads):
 
 
 ROWS = [
-    *(OpDef(name, _same_type, _move, _move, effects=True, communication=True)
+    *(OpDef(name, same_types, _move, _move, effects=True, communication=True)
       for name in MOVES),
     # The copy gt.signal.tensor makes: placed by its signal's config, as a created tensor
     # is; without one, an ordinary copy.
-    OpDef('distribute', _same_type, torch.clone, lambda x: np.array(x), grad=_distribute_grad,
+    OpDef('distribute', same_types, torch.clone, lambda x: np.array(x), grad=passed_through,
           shard=pointwise(), placed_by_signal=True),
     # The session's random generator state, from worker `source` to `targets`, so that a
     # draw on them continues the session's sequence (see keep_generators_in_step).

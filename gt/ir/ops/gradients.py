@@ -61,3 +61,8 @@ def masked(emit: Emit, keep: Any, grad: Any) -> Any:
     The zero has grad's dtype: a bare 0.0 would be float32 and, beside a 0-d half `grad`,
     promote the result."""
     return emit('where', keep, grad, zeros_of(emit, (), grad))
+
+
+def passed_through(emit: Emit, inputs: list, grads: list, **attrs: Any) -> list:
+    """The rule of an op that copies its one input: the gradient passes as it is."""
+    return [grads[0]]

@@ -23,10 +23,16 @@ from gt.ir.dtypes import (
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
-from gt.ir.ops.gradients import masked, zeros_like
+from gt.ir.ops.gradients import masked, passed_through, zeros_like
 from gt.ir.ops.opdef import OpDef
 from gt.ir.sharding import pointwise
-from gt.ir.type_rules import check_dtype, forbid_bool, require_floating, require_integral
+from gt.ir.type_rules import (
+    check_dtype,
+    forbid_bool,
+    require_floating,
+    require_integral,
+    same_types,
+)
 
 
 def same_dtype_type(name: str):
@@ -266,14 +272,6 @@ def _cast_grad(emit, inputs, grads, dtype):
     return [grads[0]]
 
 
-def _contiguous_type(types):
-    return tuple(types)
-
-
-def _contiguous_grad(emit, inputs, grads):
-    return [grads[0]]
-
-
 ROWS = [
     OpDef('neg', same_dtype_type('neg'), torch.neg, lambda x: np.asarray(np.negative(x)),
           grad=_neg_grad, shard=pointwise('one')),
@@ -308,8 +306,8 @@ ROWS = [
     # A copy laid out as a fresh tensor, where the worker holds a transposed view: torch's
     # `x.t().contiguous()`, whose layout decides the order random draws fill it in
     # (dropout's mask, randn_like).
-    OpDef('contiguous', _contiguous_type, lambda x: x.contiguous(),
-          lambda x: np.ascontiguousarray(x), grad=_contiguous_grad, shard=pointwise()),
+    OpDef('contiguous', same_types, lambda x: x.contiguous(),
+          lambda x: np.ascontiguousarray(x), grad=passed_through, shard=pointwise()),
     OpDef('cast', _cast_type,
           lambda x, dtype: x.to(TORCH_DTYPES[dtype]),
           lambda x, dtype: x.astype(NUMPY_DTYPES[dtype]), grad=_cast_grad, shard=pointwise()),
