@@ -192,8 +192,13 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         tape nodes that read it (`readers` and those autograd finds), or is released."""
         if new.grad_fn is None and self.grad_fn is not None and new._type == self._type:
             new = _untracked_write(self, new)
-        if autograd.hand_over(self, [new.grad_fn, *readers]) is None:
-            self._client.release(self._id)
+        dropped = autograd.hand_over(self, [new.grad_fn, *readers]) is None
+        client = self._client
+        if self._id is not None and (new._type is self._type or new._type == self._type):
+            # what this tensor goes back to if `new` fails (gt.runtime.reverts)
+            client.reverts.rebound(self._id, new._id, dropped, client.pending.base)
+        if dropped:
+            client.release(self._id)
         if new.grad_fn is not None:
             self.requires_grad = True
         elif self.grad_fn is not None:

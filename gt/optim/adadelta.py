@@ -4,6 +4,7 @@ order of operations."""
 from typing import Iterable
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -39,10 +40,10 @@ class Adadelta(Optimizer):
             state['step'] += 1
             if weight_decay != 0:
                 grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
-            square_avg = state['square_avg'] = add_product(
-                state['square_avg'] * numbers('rho', rho, param), grad, grad, 1 - rho)
+            square_avg = keep(state, 'square_avg', add_product(
+                state['square_avg'] * numbers('rho', rho, param), grad, grad, 1 - rho))
             std = (square_avg + numbers('eps', eps, param)).sqrt()
             delta = (state['acc_delta'] + numbers('eps', eps, param)).sqrt() / std * grad
-            state['acc_delta'] = add_product(
-                state['acc_delta'] * numbers('rho', rho, param), delta, delta, 1 - rho)
+            keep(state, 'acc_delta', add_product(
+                state['acc_delta'] * numbers('rho', rho, param), delta, delta, 1 - rho))
             param._assign(add_scaled(param, delta, numbers('-lr', -lr, param)))

@@ -5,6 +5,7 @@ gradients) is made when the optimizer is, for every parameter it starts with."""
 from typing import Iterable
 
 from gt.creation import full_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -48,6 +49,6 @@ class Adagrad(Optimizer):
             if weight_decay != 0:
                 grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
             clr = lr / (1 + (state['step'] - 1) * lr_decay)
-            total = state['sum'] = add_product(state['sum'], grad, grad, 1)
+            total = keep(state, 'sum', add_product(state['sum'], grad, grad, 1))
             deviation = total.sqrt() + numbers('eps', eps, param)
             param += numbers('-clr', -clr, param) * grad / deviation

@@ -6,6 +6,7 @@ step's plan is reused as they change."""
 from typing import Iterable
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -68,9 +69,10 @@ class Adam(Optimizer):
             updated = apply('adam_step', operands, amsgrad=amsgrad, decay=decay,
                             one_minus_beta2=1 - beta2)
             param._assign(updated[0])
-            state['exp_avg'], state['exp_avg_sq'] = updated[1], updated[2]
+            keep(state, 'exp_avg', updated[1])
+            keep(state, 'exp_avg_sq', updated[2])
             if amsgrad:
-                state['max_exp_avg_sq'] = updated[3]
+                keep(state, 'max_exp_avg_sq', updated[3])
 
 
 class AdamW(Adam):

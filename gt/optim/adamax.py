@@ -4,6 +4,7 @@
 from typing import Iterable
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -40,10 +41,10 @@ class Adamax(Optimizer):
             state['step'] += 1
             if weight_decay != 0:
                 grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
-            exp_avg = state['exp_avg'] = lerp(state['exp_avg'], grad, 1 - beta1, numbers,
-                                              '1 - beta1')
-            exp_inf = state['exp_inf'] = (state['exp_inf'] * numbers('beta2', beta2, param)
-                                          ).maximum(grad.abs() + numbers('eps', eps, param))
+            exp_avg = keep(state, 'exp_avg', lerp(state['exp_avg'], grad, 1 - beta1, numbers,
+                                                  '1 - beta1'))
+            exp_inf = keep(state, 'exp_inf', (state['exp_inf'] * numbers('beta2', beta2, param)
+                                              ).maximum(grad.abs() + numbers('eps', eps, param)))
             clr = lr / (1 - beta1 ** state['step'])
             # param.addcdiv_(exp_avg, exp_inf, value=-clr)
             param += numbers('-clr', -clr, param) * exp_avg / exp_inf

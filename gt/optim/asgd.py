@@ -8,6 +8,7 @@ from typing import Iterable
 import torch
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -51,8 +52,8 @@ class ASGD(Optimizer):
             mu = state['mu'].item()
             if mu != 1:
                 ax = state['ax']
-                state['ax'] = ax + (param - ax) * numbers('mu', mu, param)
+                keep(state, 'ax', ax + (param - ax) * numbers('mu', mu, param))
             else:
-                state['ax'] = param.clone()
+                keep(state, 'ax', param.clone())
             state['eta'].copy_(torch.as_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
             state['mu'].copy_(torch.as_tensor(1 / max(1, step - t0)))

@@ -9,6 +9,7 @@ from typing import Iterable
 import torch
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -66,10 +67,10 @@ class NAdam(Optimizer):
             state['mu_product'].mul_(mu)
             mu_product = state['mu_product'].item()
             mu_product_next = mu_product * mu_next
-            exp_avg = state['exp_avg'] = lerp(state['exp_avg'], grad, 1 - beta1, numbers,
-                                              '1 - beta1')
-            exp_avg_sq = state['exp_avg_sq'] = add_product(
-                state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2)
+            exp_avg = keep(state, 'exp_avg', lerp(state['exp_avg'], grad, 1 - beta1, numbers,
+                                                  '1 - beta1'))
+            exp_avg_sq = keep(state, 'exp_avg_sq', add_product(
+                state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2))
             denominator = ((exp_avg_sq / numbers('bias correction 2', bias_correction2, param))
                            .sqrt() + numbers('eps', eps, param))
             # param.addcdiv_(t, denominator, value=v) computes param + v * t / denominator.

@@ -14,6 +14,7 @@ import torch
 
 from gt.autograd import RemovableHandle, enable_grad, no_grad
 from gt.nn.module import zero_grad_in_place
+from gt.optim import failed_steps
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, as_tensor
 
@@ -130,6 +131,10 @@ class Optimizer:
             if ('param_names' in group) != ('param_names' in param_group):
                 raise ValueError('all optimizer param groups should be with/without names')
         self.param_groups.append(param_group)
+        if params:
+            # Sent now, the parameters' first values are on their workers before any step
+            # replaces them: a first step that fails goes back to them (failed_steps).
+            params[0]._client.flush()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
@@ -148,9 +153,12 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                before = {param: failed_steps.client_side(self.state.get(param))
+                          for param in group['params'] if param._grad is not None}
                 # Numbers per group: two groups' learning rates must not merge into one
                 # constant on the steps where a schedule makes them equal.
                 self._update(group, Numbers())
+                failed_steps.watch(before, self.state)
         connection.current().flush()
         return loss
 

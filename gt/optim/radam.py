@@ -6,6 +6,7 @@ program changes once, after the first few steps, and then stays."""
 from typing import Iterable
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -52,10 +53,10 @@ class RAdam(Optimizer):
                     param *= numbers('1 - lr * weight_decay', 1 - lr * weight_decay, param)
                 else:
                     grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
-            exp_avg = state['exp_avg'] = lerp(state['exp_avg'], grad, 1 - beta1, numbers,
-                                              '1 - beta1')
-            exp_avg_sq = state['exp_avg_sq'] = add_product(
-                state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2)
+            exp_avg = keep(state, 'exp_avg', lerp(state['exp_avg'], grad, 1 - beta1, numbers,
+                                                  '1 - beta1'))
+            exp_avg_sq = keep(state, 'exp_avg_sq', add_product(
+                state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2))
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
             update = (exp_avg / numbers('bias correction 1', bias_correction1, param)

@@ -4,6 +4,7 @@
 from typing import Iterable
 
 from gt.creation import zeros_like
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -45,19 +46,19 @@ class RMSprop(Optimizer):
             state['step'] += 1
             if weight_decay != 0:
                 grad = add_scaled(grad, param, numbers('weight_decay', weight_decay, param))
-            square_avg = state['square_avg'] = add_product(
-                state['square_avg'] * numbers('alpha', alpha, param), grad, grad, 1 - alpha)
+            square_avg = keep(state, 'square_avg', add_product(
+                state['square_avg'] * numbers('alpha', alpha, param), grad, grad, 1 - alpha))
             if centered:
-                grad_avg = state['grad_avg'] = lerp(state['grad_avg'], grad, 1 - alpha,
-                                                    numbers, '1 - alpha')
+                grad_avg = keep(state, 'grad_avg', lerp(state['grad_avg'], grad, 1 - alpha,
+                                                        numbers, '1 - alpha'))
                 average = add_product(square_avg, grad_avg, grad_avg, -1).sqrt()
             else:
                 average = square_avg.sqrt()
             average = average + numbers('eps', eps, param)
             if momentum > 0:
-                buffer = state['momentum_buffer'] = (
+                buffer = keep(state, 'momentum_buffer', (
                     state['momentum_buffer'] * numbers('momentum', momentum, param)
-                    + grad / average)
+                    + grad / average))
                 param._assign(add_scaled(param, buffer, numbers('-lr', -lr, param)))
             else:
                 param += numbers('-lr', -lr, param) * grad / average

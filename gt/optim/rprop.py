@@ -8,6 +8,7 @@ from typing import Iterable
 
 from gt.creation import full_like, zeros_like
 from gt.functional import where
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import Numbers, Optimizer, add_product, gradients, unsupported
 
 
@@ -42,8 +43,8 @@ class Rprop(Optimizer):
             factor = where(factor > 0, numbers('etaplus', grow, param), factor)
             factor = where(flipped, numbers('etaminus', shrink, param), factor)
             factor = where(factor == 0, numbers('one', 1.0, param), factor)
-            step_size = state['step_size'] = (state['step_size'] * factor).clamp(smallest,
-                                                                                largest)
+            step_size = keep(state, 'step_size', (state['step_size'] * factor).clamp(
+                smallest, largest))
             grad = where(flipped, numbers('zero', 0.0, param), grad)  # no step after a flip
             param._assign(add_product(param, grad.sign(), step_size, -1))
-            state['prev'] = grad
+            keep(state, 'prev', grad)

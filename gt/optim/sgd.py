@@ -3,6 +3,7 @@ update (`torch.optim.SGD(foreach=False)`), in its order of operations."""
 
 from typing import Iterable
 
+from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
@@ -45,7 +46,7 @@ class SGD(Optimizer):
                     # add_(grad, alpha=1 - dampening): alpha 1 adds exactly, a plain add.
                     buffer = (buffer + grad if dampening == 0 else add_scaled(
                         buffer, grad, numbers('1 - dampening', 1 - dampening, param)))
-                state['momentum_buffer'] = buffer
+                buffer = keep(state, 'momentum_buffer', buffer)
                 if group['nesterov']:
                     grad = add_scaled(grad, buffer, numbers('momentum', momentum, param))
                 else:

@@ -45,6 +45,7 @@ from gt.runtime.protocol import (
     check_size,
 )
 from gt.runtime.reports import Reports, first_unsendable, ids_made
+from gt.runtime.reverts import Reverts
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.runtime.transport import dealer, endpoint_for, send
 
@@ -84,6 +85,7 @@ class Client(DispatcherWaits):
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
+        self.reverts = Reverts()  # what rebound tensors go back to if their new value fails
         self.reports = Reports()  # failures, where their ops were recorded, work never run
         self.next_request = 0
         self.pacer = Pacer(lambda number: send(self.socket, Mark(number)),
@@ -263,21 +265,24 @@ class Client(DispatcherWaits):
         if self.ended is not None:
             raise ClosedSessionError(self.ended)
         self.next_request += 1
-        if not self.pending.records and not self.releases and not fetch:
+        if not (self.pending.records or self.releases or fetch or self.reverts.pairs):
             return self.next_request
         self._send_configs()  # before the fragment leaves self.pending: a failure loses nothing
         pending, self.pending = self.pending, PendingFragment(self.next_id)
         releases, self.releases = self.releases, []
+        reverts = self.reverts.take()
         try:
-            self._submit(pending, self.next_id, releases, list(fetch))
+            self._submit(pending, self.next_id, releases, list(fetch), reverts)
         except (OverflowError, TypeError, ValueError) as error:
-            self._salvage(pending, releases, error)  # nothing was sent: send what can go
+            # nothing was sent: send what can go
+            self._salvage(pending, releases, error, reverts)
         request = self.next_request
         if pace:
             self.pacer.sent()
         return request
 
-    def _submit(self, pending: PendingFragment, end: int, releases: list, fetch: list) -> None:
+    def _submit(self, pending: PendingFragment, end: int, releases: list, fetch: list,
+                reverts: list) -> None:
         """Send `pending` (which defines ids up to `end`) with releases and fetches. What
         msgpack cannot carry, or a message over the server's bound, raises before any
         part of it is sent."""
@@ -290,7 +295,7 @@ class Client(DispatcherWaits):
             if pending.data:
                 frames = [msgpack.packb(pending.data_headers), *pending.data]
         message = Submit(structure, pending.base, pending.externals, pending.literals,
-                         releases, fetch, self.next_request)
+                         releases, reverts, fetch, self.next_request)
         if self.max_message_bytes:
             check_size(message, frames, self.max_message_bytes)
         send(self.socket, message, frames)
@@ -304,7 +309,8 @@ class Client(DispatcherWaits):
             f'sent fragment {pending.base}: {len(pending.records)} ops, {len(fetch)} '
             f'fetches, {len(releases)} releases, {len(structure)} bytes of structure'))
 
-    def _salvage(self, pending: PendingFragment, releases: list, error: Exception) -> None:
+    def _salvage(self, pending: PendingFragment, releases: list, error: Exception,
+                 reverts: list) -> None:
         """`pending` could not be sent (`error`): send its ops before the first msgpack cannot
         carry (they cannot read it), so that earlier tensors stay usable; the rest never
         ran, and each of its tensors says why. All of it was once dropped in silence."""
@@ -313,9 +319,10 @@ class Client(DispatcherWaits):
         if position:
             end = pending.base + ids_made(position, pending.outputs)
             with contextlib.suppress(OverflowError, TypeError, ValueError):
-                self._submit(pending.head(position), end, releases, [])
-                releases, sent_until = [], end
+                self._submit(pending.head(position), end, releases, [], reverts)
+                releases, reverts, sent_until = [], [], end
         self.releases = releases + self.releases  # not sent: they go with the next message
+        self.reverts.pairs[:0] = reverts
         raise self.reports.unsent(pending, position, error, sent_until, self.next_id) from None
 
     @ownership.one_thread_at_a_time
@@ -329,6 +336,8 @@ class Client(DispatcherWaits):
         diagnostics.debug('client', lambda: (
             f'fetched {len(value_ids)} value(s) in '
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
+        if reply.errors:
+            self.reverts.undo(reply.errors)
         self.reports.raise_errors(reply.errors, any(header is None for header in reply.tensors),
                                   self.pending.base, value_ids)
         frames = iter(frames)

@@ -58,6 +58,7 @@ from gt.runtime.protocol import (
     Welcome,
     decode,
 )
+from gt.runtime.reverts import by_worker
 from gt.runtime.scheduler import Fragment, Scheduler
 from gt.runtime.session_errors import failures
 from gt.runtime.transport import receive_frames, send
@@ -279,7 +280,9 @@ class Dispatcher(WorkerLinks):
                              base=message.base, ops=sum(plan.ops.values()) if plan else 0,
                              kinds=top_ops(plan), fetch=len(message.fetch),
                              releases=len(message.releases), bytes=sum(map(nbytes, frames)))
-        # Releases after planning: the fragment may read values freed since it was recorded.
+        # Reverts and releases after planning: the fragment may read values freed since it
+        # was recorded; reverts before releases, while each `old` is still known.
+        reverts = by_worker(session.values, message.reverts) if message.reverts else {}
         releases: dict[int, list[int]] = {}
         for value_id in message.releases:
             entry = session.release(value_id)
@@ -305,7 +308,7 @@ class Dispatcher(WorkerLinks):
                 fetches.setdefault(worker, []).append(value_id)
                 positions.setdefault(worker, []).append((position, piece))
         programs = {p.worker: p for p in plan.programs} if plan else {}
-        involved = set(programs) | set(releases) | set(fetches)
+        involved = set(programs) | set(releases) | set(reverts) | set(fetches)
         lost = [self.workers[w] for w in involved if not self.workers[w].alive]
         if lost:
             if not any(worker.alive for worker in self.workers):
@@ -325,8 +328,8 @@ class Dispatcher(WorkerLinks):
             pending.frames = [{} for _ in message.fetch]
         if involved:
             self.scheduler.submit(session, Fragment(message, frames, request, [
-                (worker, programs.get(worker), releases.get(worker, []), fetches.get(worker, []))
-                for worker in sorted(involved)]))
+                (worker, programs.get(worker), releases.get(worker, []), reverts.get(worker, []),
+                 fetches.get(worker, [])) for worker in sorted(involved)]))
         if message.fetch and not fetches:
             self._finish(request)
 

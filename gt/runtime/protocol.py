@@ -37,6 +37,7 @@ class Submit(NamedTuple):
     externals: list[int]
     literals: list  # numbers the fragment's scalar nodes read, by slot
     releases: list[int]
+    reverts: list[int]  # `[new, old, ...]`: a failed `new` takes `old`'s value (gt.runtime.reverts)
     fetch: list[int]
     request: int
 
@@ -136,6 +137,7 @@ class RunProgram(NamedTuple):
     externals: list[int]
     literals: list
     releases: list[int]
+    reverts: list[int]  # applied after the run, before the releases
     fetch: list[int]
     request: int
     forget: list[int]  # program ids the worker may drop: the dispatcher will not use them
@@ -240,7 +242,7 @@ def check_size(message: Submit, frames: list, bound: int) -> None:
     # msgpack spends at most 9 bytes on a number and 5 on a length: a bound that spares
     # encoding every message twice.
     numbers = (len(message.externals) + len(message.literals) + len(message.releases)
-               + len(message.fetch))
+               + len(message.reverts) + len(message.fetch))
     if len(message.structure) + 9 * numbers + 64 + data <= bound:
         return
     size = len(encode(message)) + data

@@ -19,6 +19,7 @@ from gt.runtime.locations import describe, user_call
 from gt.runtime.session_errors import (
     BY_KIND,
     OUT_OF_MEMORY,
+    REVERTED,
     WARNING,
     CompileWarning,
     OutOfMemoryError,
@@ -86,7 +87,12 @@ class Reports:
         among them are kept for `warn`, with the lines their ops were recorded at."""
         self.warnings += [text + self._recorded(base, places)
                           for base, places, kind, text in errors if kind == WARNING]
-        errors = [error for error in errors if error[2] != WARNING]
+        # An update undone because it read a failure raised at an earlier fetch (an SGD
+        # momentum buffer first made in the failed step): raised again, as a fetch of a
+        # failed value is, or every later step would be undone in silence.
+        again = [report for error in errors if error[2] == REVERTED for _, report in error[3]
+                 if (report[0], report[1]) in self.failed_ops]
+        errors = [error for error in errors if error[2] not in (WARNING, REVERTED)]
         fresh = []
         for error in errors:
             key = (error[0], error[1])
@@ -101,6 +107,8 @@ class Reports:
             del self.failed_ops[next(iter(self.failed_ops))]
         if value_failed and not fresh:
             fresh = errors or [[None, None, 'fetch', 'the value failed on a worker']]
+        if again and not fresh:
+            fresh = again
         errors = fresh
         if not errors:
             return

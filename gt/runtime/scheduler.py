@@ -55,7 +55,7 @@ MAIN, EXPRESS = 'main', 'express'
 
 
 class Fragment(NamedTuple):
-    """One Submit's work: `sends` is (worker, program, releases, fetches) per worker;
+    """One Submit's work: `sends` is (worker, program, releases, reverts, fetches) per worker;
     `then` runs when its turn comes (a stats request after the work before it)."""
 
     message: object
@@ -133,7 +133,7 @@ class Scheduler:
             if not session.queue:
                 self.waiting.remove(session)
             now = time.monotonic()
-            for worker, program, releases, fetches in fragment.sends:
+            for worker, program, releases, reverts, fetches in fragment.sends:
                 handle = self.workers[worker]
                 if handle.alive and lane == EXPRESS:
                     handle.express_session = session
@@ -143,7 +143,8 @@ class Scheduler:
                     handle.main_sessions[session.number] = (
                         handle.main_sessions.get(session.number, 0) + 1)
                 self.users.setdefault(worker, {})[id(session)] = now
-                self.send_work(session, fragment, worker, program, releases, fetches, lane)
+                self.send_work(session, fragment, worker, program, releases, reverts, fetches,
+                               lane)
             if fragment.then is not None:
                 fragment.then()
 

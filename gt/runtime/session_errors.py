@@ -40,11 +40,14 @@ class CompileWarning(UserWarning):
 
 # A worker's report `[None, None, WARNING, text]` is a CompileWarning, not a failure.
 WARNING = 'warning'
+# `[None, None, REVERTED, [[value id, failure report], ...]]`: values a worker gave back
+# their old value because they failed (gt.runtime.reverts); not a failure of its own.
+REVERTED = 'reverted'
 
 
 def failures(reports: list) -> int:
-    """How many of a Fetched's reports are failures (not warnings)."""
-    return sum(report[2] != WARNING for report in reports)
+    """How many of a Fetched's reports are failures (not warnings or reverts)."""
+    return sum(report[2] not in (WARNING, REVERTED) for report in reports)
 
 # The worker reports `ExceptionName: message`; these keep their kind at the user's line.
 BY_KIND = {'IndexError': WorkerIndexError, 'ValueError': WorkerValueError,

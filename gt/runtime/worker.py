@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from gt.runtime import diagnostics, shared_memory
+from gt.runtime import diagnostics, reverts, shared_memory
 from gt.runtime.activity import Activity, kinds_of, memory_held
 from gt.runtime.compiler import Compiler
 from gt.runtime.curve import HandshakeWatch, Keys
@@ -39,6 +39,7 @@ from gt.runtime.protocol import (
     Stats,
     StatsRequest,
 )
+from gt.runtime.session_errors import REVERTED
 from gt.runtime.thread_tuning import WorkerThreads
 from gt.runtime.transport import dealer, receive, send
 
@@ -262,6 +263,10 @@ class Worker:
             except Exception as error:  # not an op's failure: the message itself was bad
                 report = [message.base, None, 'run', f'{type(error).__name__}: {error}']
                 self.errors.setdefault(session, []).append(report)
+        if message.reverts:  # before the releases, which may free the values gone back to
+            gone_back = reverts.apply(values, message.reverts, Failed)
+            if gone_back:
+                self.errors.setdefault(session, []).append([None, None, REVERTED, gone_back])
         # Releases come after the run: the fragment may read a value freed since it was recorded.
         for value_id in message.releases:
             values.pop(value_id, None)

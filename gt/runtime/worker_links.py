@@ -52,10 +52,10 @@ class WorkerLinks:
         return program_id
 
     def _send_scheduled(self, session: Session, fragment: Fragment, worker: int,
-                        program: WorkerPlan | None, releases: list, fetches: list,
-                        lane: str) -> None:
+                        program: WorkerPlan | None, releases: list, reverts: list,
+                        fetches: list, lane: str) -> None:
         self._send_work(session, fragment.message, fragment.frames, worker, program, releases,
-                        fetches, fragment.request, lane)
+                        reverts, fetches, fragment.request, lane)
 
     def _lane_of(self, identity: bytes) -> tuple[WorkerHandle | None, str]:
         """The worker a reply came from, and by which of its lanes."""
@@ -105,7 +105,7 @@ class WorkerLinks:
         self.scheduler.dispatch()
 
     def _send_work(self, session: Session, message: Submit, frames: list, worker: int,
-                   program: WorkerPlan | None, releases: list, fetches: list,
+                   program: WorkerPlan | None, releases: list, reverts: list, fetches: list,
                    request: int, lane: str = MAIN) -> None:
         handle = self.workers[worker]
         express = lane == EXPRESS
@@ -130,7 +130,7 @@ class WorkerLinks:
                              first=encoded is not None, **({'lane': EXPRESS} if express else {}))
         self._send(handle.express if express else handle.identity, RunProgram(
             session.number, program_id, encoded, message.base, externals,
-            message.literals if program else [], releases, fetches, request, forget,
+            message.literals if program else [], releases, reverts, fetches, request, forget,
             session.shared_memory_probe if fetches else '',
         ), data)
         self.bytes_from_clients += sum(map(nbytes, data))

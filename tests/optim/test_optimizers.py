@@ -188,3 +188,26 @@ def test_the_old_names_are_the_new_classes():
         assert getattr(gt.nn.optim, name) is getattr(optim, name)
     assert nn.SGD is optim.SGD and nn.Optimizer is optim.Optimizer
     assert gt.optim.lr_scheduler.StepLR is optim.lr_scheduler.StepLR
+
+
+HELD = [('SGD', dict(lr=0.1, momentum=0.9)), ('Adam', dict(amsgrad=True)), ('RMSprop', dict(
+    momentum=0.5, centered=True)), ('Adagrad', dict()), ('NAdam', dict()), ('RAdam', dict()),
+    ('Adamax', dict()), ('Adadelta', dict()), ('ASGD', dict(t0=1)), ('Rprop', dict())]
+
+
+@pytest.mark.parametrize('name,options', HELD, ids=[name for name, _ in HELD])
+def test_state_tensors_are_updated_in_place_as_torchs(name, options):
+    """A reference held to a state tensor (`state['exp_avg']`) sees every later step, as
+    torch's in-place updates let it: GT's optimizers rebind their state tensors."""
+    mine, theirs = models()
+    optimizer = getattr(optim, name)(mine.parameters(), **options)
+    expected = torch_optimizer(name, theirs.parameters(), **options)
+    train(mine, theirs, optimizer, expected, steps=1)
+    held = [(key, value, expected.state[theirs_param][key])
+            for mine_param, theirs_param in zip(mine.parameters(), theirs.parameters())
+            for key, value in optimizer.state[mine_param].items()
+            if isinstance(value, gt.Tensor)]
+    assert held, 'no state tensors to hold'
+    train(mine, theirs, optimizer, expected, steps=3, check=False)
+    for _, value, want in held:
+        assert_close(value, want)

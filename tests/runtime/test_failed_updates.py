@@ -1,0 +1,180 @@
+"""A step that fails on a worker leaves the tensors it would have updated in place as
+they were (gt.runtime.reverts), as torch's raising at the failing op does: a script that
+catches the error trains on, against the same script on torch that skips the batch."""
+
+import pytest
+import torch
+from gt_test_support import connected
+
+import gt
+from gt import ShardConfig, SignalConfig
+
+BAD_STEP = 2
+
+
+def batches(steps: int, bad_step: int | None = BAD_STEP) -> list:
+    """Inputs and class targets; the one at `bad_step` names a class out of range."""
+    generator = torch.Generator().manual_seed(3)
+    made = []
+    for step in range(steps):
+        targets = torch.randint(0, 3, (8,), generator=generator)
+        if step == bad_step:
+            targets[5] = 7
+        made.append((torch.randn(8, 4, generator=generator), targets))
+    return made
+
+
+OPTIMIZERS = {
+    # Adam's second moment is rebound twice a step; its step count is the client's.
+    'adam': lambda library, params: library.optim.Adam(params, lr=0.05),
+    # SGD makes its momentum buffer at the first step (dampening: only later steps damp).
+    'sgd': lambda library, params: library.optim.SGD(params, lr=0.1, momentum=0.9,
+                                                     dampening=0.5),
+}
+
+
+def models(optimizer: str = 'adam') -> tuple:
+    """The same model, optimizer and running statistics, in torch and in GT."""
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(4, 6, bias=False),
+                                    torch.nn.BatchNorm1d(6),
+                                    torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    ported = gt.nn.Sequential(gt.nn.Linear(4, 6, bias=False), gt.nn.BatchNorm1d(6),
+                              gt.nn.ReLU(), gt.nn.Linear(6, 3))
+    ported.load_state_dict(reference.state_dict())
+    return (reference, OPTIMIZERS[optimizer](torch, reference.parameters()),
+            ported, OPTIMIZERS[optimizer](gt, ported.parameters()))
+
+
+def torch_run(model, optimizer, data: list) -> list:
+    """Each step in a try, as a script that skips a bad batch: torch raises at the loss."""
+    losses = []
+    for inputs, targets in data:
+        try:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        except IndexError:
+            losses.append(None)
+    return losses
+
+
+def assert_same_losses(got: list, want: list) -> None:
+    assert [loss is None for loss in got] == [loss is None for loss in want]
+    torch.testing.assert_close(torch.tensor([x for x in got if x is not None]),
+                               torch.tensor([x for x in want if x is not None]))
+
+
+def assert_same_state(reference, ported, reference_optimizer, ported_optimizer) -> None:
+    for (name, want), got in zip(reference.state_dict().items(), ported.state_dict().values()):
+        torch.testing.assert_close(got.data if isinstance(got, gt.Tensor) else got, want,
+                                   msg=lambda text: f"{name}: {text}")
+    wanted, got = reference_optimizer.state_dict(), ported_optimizer.state_dict()
+    assert wanted['state'].keys() == got['state'].keys()
+    for index, state in wanted['state'].items():
+        assert state.keys() == got['state'][index].keys()
+        for key, value in state.items():
+            mine = got['state'][index][key]
+            torch.testing.assert_close(mine.data if isinstance(mine, gt.Tensor) else mine,
+                                       value, msg=lambda text: f'{index} {key}: {text}')
+
+
+@pytest.mark.time_limit(90)
+@pytest.mark.parametrize('optimizer, bad_step', [('adam', BAD_STEP), ('sgd', 0)])
+def test_a_script_that_catches_a_failed_step_trains_on_as_torchs_does(cluster, optimizer,
+                                                                     bad_step):
+    """The step count and the state a failed first step made are the client's: they go
+    back too, so the next step counts and makes them as torch's does."""
+    data = batches(6, bad_step)
+    reference, reference_optimizer, ported, ported_optimizer = models(optimizer)
+    want = torch_run(reference, reference_optimizer, data)
+    with connected(cluster.address):
+        ported, ported_optimizer = models(optimizer)[2:]
+        got, errors = [], []
+        for inputs, targets in data:
+            try:
+                ported_optimizer.zero_grad()
+                loss = gt.nn.functional.cross_entropy(ported(gt.tensor(inputs)),
+                                                      gt.tensor(targets))
+                loss.backward()
+                ported_optimizer.step()
+                got.append(loss.item())
+            except IndexError as error:
+                got.append(None)
+                errors.append(str(error))
+        assert len(errors) == 1 and 'out of bounds' in errors[0], errors
+        assert_same_losses(got, want)
+        assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
+
+
+@pytest.mark.time_limit(90)
+def test_a_failure_between_fetches_undoes_only_its_own_steps_updates(cluster):
+    """Fetching once at the end: the steps after the failed one ran on the values from
+    before it, so the model equals torch's that skipped the bad batch, and the error
+    reaches the script at that fetch. (SGD: the steps between would have counted on
+    Adam's step count, which the client learns of only at the fetch.)"""
+    data = batches(5)
+    reference, reference_optimizer, ported, ported_optimizer = models('sgd')
+    torch_run(reference, reference_optimizer, data)
+    with connected(cluster.address):
+        ported, ported_optimizer = models('sgd')[2:]
+        for inputs, targets in data:
+            ported_optimizer.zero_grad()
+            loss = gt.nn.functional.cross_entropy(ported(gt.tensor(inputs)), gt.tensor(targets))
+            loss.backward()
+            ported_optimizer.step()
+        with pytest.raises(IndexError, match='out of bounds'):
+            loss.item()
+        loss.item()  # reported once: the last step's loss is a good value
+        assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
+
+
+@pytest.mark.time_limit(60)
+def test_only_updates_computed_from_the_failure_are_undone(cluster):
+    """Rebinding through views and in-place ops: what depends on the failed value keeps
+    its value, what does not is updated (torch would have stopped at the failing op)."""
+    with connected(cluster.address):
+        weights = gt.arange(6.0).reshape(2, 3)
+        counter = gt.zeros(())
+        gt.sync()  # made in an earlier message: a value made and replaced in one has no
+        # old value on the worker to go back to
+        failed = gt.arange(3.0)[gt.tensor([0, 9])].sum()  # index 9 out of range
+        weights[0] += failed
+        weights.mul_(2).add_(failed)  # a chain within one flush
+        counter += 1
+        with pytest.raises(IndexError, match='out of bounds'):
+            weights.sum().item()
+        torch.testing.assert_close(weights.data, torch.arange(6.0).reshape(2, 3))
+        assert counter.item() == 1
+        weights.mul_(2)  # and the tensor goes on from there
+        torch.testing.assert_close(weights.data, torch.arange(6.0).reshape(2, 3) * 2)
+
+
+@pytest.mark.time_limit(90)
+@pytest.mark.usefixtures('fresh_configs')
+def test_data_parallel_replicas_go_back_together(cluster):
+    """The bad target on one worker's half of the batch: the replicated parameters, the
+    optimizer's state and the running statistics go back on both workers, and the next
+    steps, which read each worker's copy, match torch's."""
+    gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
+    data = batches(5)
+    reference, reference_optimizer, ported, ported_optimizer = models()
+    want = torch_run(reference, reference_optimizer, data)
+    with connected(cluster.address):
+        ported, ported_optimizer = models()[2:]
+        got = []
+        for inputs, targets in data:
+            with gt.signal.context('batch'):
+                inputs, targets = gt.tensor(inputs), gt.tensor(targets)
+            try:
+                ported_optimizer.zero_grad()
+                loss = gt.nn.functional.cross_entropy(ported(inputs), targets)
+                loss.backward()
+                ported_optimizer.step()
+                got.append(loss.item())
+            except IndexError:
+                got.append(None)
+        assert_same_losses(got, want)
+        assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
