@@ -187,18 +187,25 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         views.adopt(self, new)
         return self
 
+    _kept_to_go_back = False  # see _take; a Parameter's is True
+
     def _take(self, new: 'Tensor', readers: tuple = ()) -> None:
         """Rebind to `new`'s value, with its autograd history. The old value goes to the
         tape nodes that read it (`readers` and those autograd finds), or is released."""
         if new.grad_fn is None and self.grad_fn is not None and new._type == self._type:
             new = _untracked_write(self, new)
         dropped = autograd.hand_over(self, [new.grad_fn, *readers]) is None
-        client = self._client
-        if self._id is not None and (new._type is self._type or new._type == self._type):
-            # what this tensor goes back to if `new` fails (gt.runtime.reverts)
-            client.reverts.rebound(self._id, new._id, dropped, client.pending.base)
+        client, old = self._client, self._id
+        if old is not None and (new._type is self._type or new._type == self._type):
+            # What this tensor goes back to if `new` fails (gt.runtime.reverts). A
+            # parameter's value made since the last flush (the model made, or loaded, in
+            # the first step's message) is kept for that until the message has run.
+            if dropped and self._kept_to_go_back and old >= client.pending.base:
+                client.releases.append(old)
+                dropped = False
+            client.reverts.rebound(old, new._id, dropped, client.pending.base)
         if dropped:
-            client.release(self._id)
+            client.release(old)
         if new.grad_fn is not None:
             self.requires_grad = True
         elif self.grad_fn is not None:

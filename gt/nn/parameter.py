@@ -17,6 +17,7 @@ class Parameter(Tensor):
 
     __slots__ = ()
     _copies_grad = False  # torch's Parameter.__deepcopy__ leaves .grad behind
+    _kept_to_go_back = True  # a failed first step goes back to its first value (Tensor._take)
 
     def __init__(self, data: Any = None, requires_grad: bool = True):
         _take_value(self, data)

@@ -131,10 +131,6 @@ class Optimizer:
             if ('param_names' in group) != ('param_names' in param_group):
                 raise ValueError('all optimizer param groups should be with/without names')
         self.param_groups.append(param_group)
-        if params:
-            # Sent now, the parameters' first values are on their workers before any step
-            # replaces them: a first step that fails goes back to them (failed_steps).
-            params[0]._client.flush()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:

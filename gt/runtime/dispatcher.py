@@ -29,7 +29,7 @@ from gt.runtime import compile_settings, diagnostics, environment
 from gt.runtime.curve import describe_peer
 from gt.runtime.fragment import FragmentError
 from gt.runtime.guards import REFUSAL, Limits, OutOfMemory
-from gt.runtime.monitoring import Monitor, accounting, top_ops
+from gt.runtime.monitoring import Monitor, dispatcher_stats, top_ops
 from gt.runtime.peers import MissingValue, PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner
 from gt.runtime.protocol import (
@@ -58,7 +58,7 @@ from gt.runtime.protocol import (
     Welcome,
     decode,
 )
-from gt.runtime.reverts import by_worker
+from gt.runtime.reverts import by_worker, revive
 from gt.runtime.scheduler import Fragment, Scheduler
 from gt.runtime.session_errors import failures
 from gt.runtime.transport import receive_frames, send
@@ -256,6 +256,7 @@ class Dispatcher(WorkerLinks):
             if message.structure and isinstance(message.base, int):
                 self._refuse_fragment(session, message.base,
                                       getattr(error, 'cause', None) or report)
+                self._keep_replaced(session, message)
             session.errors.append([message.base if message.structure else None, None,
                                    'submit', report])
             if message.fetch:
@@ -270,6 +271,28 @@ class Dispatcher(WorkerLinks):
             session.release(value_id)
         session.refuse(base, why)
 
+    def _keep_replaced(self, session: Session, message: Submit) -> None:
+        """After refusing a fragment: what its rebindings replaced stays its tensors'
+        value (reverts.revive), and its releases apply (they were held for good)."""
+        reverts = revive(session, message.base, message.reverts)
+        releases = self._routed_releases(session, message.releases)
+        workers = sorted(w for w in set(reverts) | set(releases) if self.workers[w].alive)
+        if workers:
+            self.scheduler.submit(session, Fragment(message, [], -1, [
+                (w, None, releases.get(w, []), reverts.get(w, []), []) for w in workers]))
+
+    def _routed_releases(self, session: Session, value_ids: list[int]) -> dict[int, list[int]]:
+        """Forget `value_ids`; the live workers that hold them, with those they hold."""
+        releases: dict[int, list[int]] = {}
+        for value_id in value_ids:
+            entry = session.release(value_id)
+            session.lost_values.pop(value_id, None)
+            if entry is not None:
+                for worker in entry[2].workers:
+                    if self.workers[worker].alive:  # a lost worker's values are gone anyway
+                        releases.setdefault(worker, []).append(value_id)
+        return releases
+
     def _submit(self, session: Session, message: Submit, frames: list) -> None:
         plan = self._plan(session, message) if message.structure else None
         if plan is not None:
@@ -283,14 +306,7 @@ class Dispatcher(WorkerLinks):
         # Reverts and releases after planning: the fragment may read values freed since it
         # was recorded; reverts before releases, while each `old` is still known.
         reverts = by_worker(session.values, message.reverts) if message.reverts else {}
-        releases: dict[int, list[int]] = {}
-        for value_id in message.releases:
-            entry = session.release(value_id)
-            session.lost_values.pop(value_id, None)
-            if entry is not None:
-                for worker in entry[2].workers:
-                    if self.workers[worker].alive:  # a lost worker's values are gone anyway
-                        releases.setdefault(worker, []).append(value_id)
+        releases = self._routed_releases(session, message.releases)
         fetches: dict[int, list[int]] = {}
         positions: dict[int, list[tuple[int, int]]] = {}
         layouts: list = [None] * len(message.fetch)
@@ -461,7 +477,7 @@ class Dispatcher(WorkerLinks):
             session.errors = []
         if pending.is_stats:
             return self._send(pending.identity, Stats(pending.request, pending.stats,
-                                                      self._own_stats(session)))
+                                                      dispatcher_stats(self, session)))
         tensors, frames = pending.joined()
         if self.monitor.on and session is not None:
             failed = failures(errors)
@@ -473,18 +489,3 @@ class Dispatcher(WorkerLinks):
     def _reply_error(self, session: Session, client_request: int) -> None:
         self._send(session.identity, Fetched(client_request, [], session.errors))
         session.errors = []
-
-    def _own_stats(self, session: Session | None) -> dict:
-        return {
-            'monitor_port': self.monitor.port,
-            'monitor_host': self.monitor.host,
-            'session': accounting(session) if session else None,
-            'sessions': len(self.sessions),
-            'session_values': len(session.values) if session else 0,
-            'plans_cached': len(self.planner.cache),
-            'plan_hits': self.planner.hits, 'plan_misses': self.planner.misses,
-            'bytes_to_workers': self.bytes_to_workers,
-            'bytes_from_clients': self.bytes_from_clients,
-            'bytes_relayed': self.bytes_to_workers - self.bytes_from_clients,
-            'done_messages': self.done_messages, 'done_programs': self.done_programs,
-        }

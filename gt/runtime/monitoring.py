@@ -5,6 +5,7 @@ workers' and sessions' numbers for `top`."""
 import contextlib
 import os
 import time
+from typing import Any
 
 import zmq
 
@@ -106,3 +107,20 @@ def accounting(session: Session) -> dict:
             'programs': session.programs, 'values': len(session.values),
             'queued_peak': session.queued_peak,
             'worker_seconds': dict(session.worker_seconds), 'bytes': held}
+
+
+def dispatcher_stats(dispatcher: Any, session: Session | None) -> dict:
+    """The dispatcher's own numbers for a stats reply, and the asking session's."""
+    return {
+        'monitor_port': dispatcher.monitor.port,
+        'monitor_host': dispatcher.monitor.host,
+        'session': accounting(session) if session else None,
+        'sessions': len(dispatcher.sessions),
+        'session_values': len(session.values) if session else 0,
+        'plans_cached': len(dispatcher.planner.cache),
+        'plan_hits': dispatcher.planner.hits, 'plan_misses': dispatcher.planner.misses,
+        'bytes_to_workers': dispatcher.bytes_to_workers,
+        'bytes_from_clients': dispatcher.bytes_from_clients,
+        'bytes_relayed': dispatcher.bytes_to_workers - dispatcher.bytes_from_clients,
+        'done_messages': dispatcher.done_messages, 'done_programs': dispatcher.done_programs,
+    }

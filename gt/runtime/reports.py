@@ -41,6 +41,8 @@ class Reports:
         self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.lost: deque = deque(maxlen=ORIGINS_KEPT)  # (first id, end id, error class, why)
         self.warnings: list[str] = []  # a worker's, not yet warned of (`warn`)
+        # Ids in `lost` that hold the value they replaced (gt.runtime.reverts.revive)
+        self.revived: set[int] = set()
 
     def sent(self, base: int, locations: list, ops: list, outputs: dict) -> None:
         """A fragment left: its ops' names and locations, and the records that made more
@@ -71,6 +73,8 @@ class Reports:
 
     def check(self, value_id: int) -> None:
         """Raise why `value_id` was never made, if it was not."""
+        if value_id in self.revived:
+            return
         for first, end, kind, why in reversed(self.lost):
             if first <= value_id < end:
                 raise kind(f'this tensor was never computed: {why}')
@@ -87,11 +91,16 @@ class Reports:
         among them are kept for `warn`, with the lines their ops were recorded at."""
         self.warnings += [text + self._recorded(base, places)
                           for base, places, kind, text in errors if kind == WARNING]
-        # An update undone because it read a failure raised at an earlier fetch (an SGD
-        # momentum buffer first made in the failed step): raised again, as a fetch of a
+        # An update undone because it read a failure told at an earlier fetch (state a
+        # failed step made, that is not an optimizer's): raised again, as a fetch of a
         # failed value is, or every later step would be undone in silence.
-        again = [report for error in errors if error[2] == REVERTED for _, report in error[3]
-                 if (report[0], report[1]) in self.failed_ops]
+        again = []
+        for error in errors:
+            for value_id, report, told in error[3] if error[2] == REVERTED else ():
+                if report is None:  # its work was refused: the value it replaced is kept
+                    self.revived.add(value_id)
+                elif told:
+                    again.append(report)
         errors = [error for error in errors if error[2] not in (WARNING, REVERTED)]
         fresh = []
         for error in errors:

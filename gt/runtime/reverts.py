@@ -10,7 +10,7 @@ not happen. Rebindings that do not depend on the failure still happen (torch sto
 the failing op; GT's error reaches the script at its next fetch).
 """
 
-from typing import Callable
+from typing import Any, Callable
 
 from gt.runtime.session_errors import REVERTED
 
@@ -31,13 +31,18 @@ class Reverts:
     def rebound(self, old: int, new: int, old_dropped: bool, base: int) -> None:
         """A tensor took value `new` in place of `old`; `old_dropped`: nothing else holds
         `old`. Values made since the last flush (ids from `base` on) that nothing keeps
-        never reach a worker, so a chain of rebindings within one flush (Adam's
-        `exp_avg_sq.mul_(b2).addcmul_(g, g)`) goes back to the value before the chain."""
-        if old >= base:
-            if old_dropped:
-                old = self.replaced.get(old, -1)
-                if old < 0:
-                    return  # made and replaced since the last flush: nothing to go back to
+        never reach a worker, so a chain of rebindings within one flush (`x.mul_(2)
+        .add_(y)`, a loop of in-place adds) is one pair, back to the value before it."""
+        if old >= base and old_dropped:
+            origin = self.replaced.pop(old, -1)
+            if origin < 0:
+                return  # made and replaced since the last flush: nothing to go back to
+            pairs = self.pairs
+            if pairs[-2] == old:  # the chain's last link: this one takes its place
+                pairs[-2] = new
+                self.replaced[new] = origin
+                return
+            old = origin
         if new >= base:
             self.replaced[new] = old
         self.pairs += (new, old)
@@ -60,11 +65,11 @@ class Reverts:
             del watched[next(iter(watched))]
 
     def undo(self, errors: list) -> None:
-        """What a fetch's reports (`[None, None, REVERTED, [[value id, report], ...]]`)
-        say went back: undo the rest of it."""
+        """What a fetch's reports (`[None, None, REVERTED, [[value id, ...], ...]]`) say
+        went back: undo the rest of it."""
         for error in errors:
             if error[2] == REVERTED:
-                for value_id, _ in error[3]:
+                for value_id, *_ in error[3]:
                     undo = self.watched.pop(value_id, None)
                     if undo is not None:
                         undo()
@@ -84,16 +89,52 @@ def by_worker(held: dict, pairs: list[int]) -> dict[int, list[int]]:
     return workers
 
 
-def apply(values: dict, pairs: list[int], failed: type) -> list:
-    """On a worker, after a run: each `new` that failed and whose `old` is held takes
-    `old`'s value, in order (a chain whose links are all kept goes back link by link).
-    Returns `[new, failure report]` of each, for the client (`REVERTED`)."""
+def revive(session: Any, base: int, pairs: list[int]) -> dict[int, list[int]]:
+    """On the dispatcher, after refusing a fragment (none of the values it makes, from
+    `base` on, exist: past the session's memory limit, say): each `new` it made takes
+    `old`'s value where `old` is held, as torch's model is left as it was by an
+    out-of-memory error its script catches. Returns the pairs each worker applies; the
+    client hears of the values revived with the next reply."""
+    workers: dict[int, list[int]] = {}
+    revived = []
+    for index in range(0, len(pairs), 2):
+        new, old = pairs[index], pairs[index + 1]
+        entry = session.values.get(old)
+        if new >= base and entry is not None and new not in session.values:
+            session.hold(new, entry)
+            revived.append([new, None, False])
+            for worker in entry[2].workers:
+                workers.setdefault(worker, []).extend((new, old))
+    if revived:
+        session.errors.append([None, None, REVERTED, revived])
+    return workers
+
+
+def apply(values: dict, pairs: list[int], failed: type, told: set | tuple) -> list:
+    """On a worker, after a run: each `new` that failed, or was never made (`revive`),
+    and whose `old` is held takes `old`'s value, in order (a chain whose links are all
+    kept goes back link by link). Returns `[new, failure report, told before]` of each
+    that failed, for the client (`REVERTED`): a failure this worker's fetches already
+    told of (`told`, keyed by fragment and op) reached an update since, from a value the
+    failed step left behind."""
     gone_back = []
     for index in range(0, len(pairs), 2):
         now = values.get(pairs[index])
-        if type(now) is failed:
+        if now is None or type(now) is failed:
             before = values.get(pairs[index + 1])
             if before is not None and type(before) is not failed:
                 values[pairs[index]] = before
-                gone_back.append([pairs[index], now.report])
+                if now is not None:
+                    report = now.report
+                    gone_back.append([pairs[index], report, (report[0], report[1]) in told])
     return gone_back
+
+
+def note_told(told: set, errors: list) -> None:
+    """A fetch took `errors`: the failures among them, and those behind its reverts,
+    are told."""
+    for error in errors:
+        if error[2] == REVERTED:
+            told.update((report[0], report[1]) for _, report, _ in error[3] if report)
+        elif error[0] is not None and error[1] is not None:
+            told.add((error[0], error[1]))

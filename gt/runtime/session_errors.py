@@ -40,8 +40,9 @@ class CompileWarning(UserWarning):
 
 # A worker's report `[None, None, WARNING, text]` is a CompileWarning, not a failure.
 WARNING = 'warning'
-# `[None, None, REVERTED, [[value id, failure report], ...]]`: values a worker gave back
-# their old value because they failed (gt.runtime.reverts); not a failure of its own.
+# `[None, None, REVERTED, [[value id, failure report, told before], ...]]`: values that
+# took back their old value, as they failed or were never made (gt.runtime.reverts); not
+# a failure of its own.
 REVERTED = 'reverted'
 
 

@@ -71,6 +71,7 @@ class Worker:
         self.values: dict[int, dict[int, Any]] = {}
         self.contexts: dict[int, Any] = {}
         self.errors: dict[int, list] = {}
+        self.told: dict[int, set] = {}  # per session: failures its fetches took (reverts.apply)
         self.programs: dict[int, Program] = {}
         # Compiling is torch's: the numpy engine runs every program as generated Python.
         # An auto-started worker's stderr is its script's, whose user hears of a failed
@@ -184,6 +185,7 @@ class Worker:
         self.values.clear()
         self.contexts.clear()
         self.errors.clear()
+        self.told.clear()
         self.owed.clear()  # programs the old dispatcher sent: the new one counts none
         self.programs.clear()
         self.express.programs.clear()
@@ -264,7 +266,8 @@ class Worker:
                 report = [message.base, None, 'run', f'{type(error).__name__}: {error}']
                 self.errors.setdefault(session, []).append(report)
         if message.reverts:  # before the releases, which may free the values gone back to
-            gone_back = reverts.apply(values, message.reverts, Failed)
+            gone_back = reverts.apply(values, message.reverts, Failed,
+                                      self.told.get(session, ()))
             if gone_back:
                 self.errors.setdefault(session, []).append([None, None, REVERTED, gone_back])
         # Releases come after the run: the fragment may read a value freed since it was recorded.
@@ -331,6 +334,8 @@ class Worker:
             # Events are on: the programs' times reach the log before the reply does.
             send(lane.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
         headers, frames, errors = [], [], self.errors.pop(message.session, [])
+        if errors:
+            reverts.note_told(self.told.setdefault(message.session, set()), errors)
         if self.compiler is not None:
             errors += self.compiler.take_warnings(message.session)
         for value_id in message.fetch:
@@ -373,7 +378,8 @@ class Worker:
                  lambda: self.values.pop(session, None),
                  lambda: self.exchange.drop_session(session),
                  lambda: self.contexts.pop(session, None),
-                 lambda: self.errors.pop(session, None)]
+                 lambda: self.errors.pop(session, None),
+                 lambda: self.told.pop(session, None)]
         if self.compiler is not None:
             steps.append(lambda: self.compiler.end_session(session))
         for step in steps:

@@ -4,7 +4,7 @@ catches the error trains on, against the same script on torch that skips the bat
 
 import pytest
 import torch
-from gt_test_support import connected
+from gt_test_support import Cluster, connected
 
 import gt
 from gt import ShardConfig, SignalConfig
@@ -152,6 +152,21 @@ def test_only_updates_computed_from_the_failure_are_undone(cluster):
         torch.testing.assert_close(weights.data, torch.arange(6.0).reshape(2, 3) * 2)
 
 
+@pytest.mark.time_limit(60)
+def test_an_update_that_reads_a_failure_told_before_raises_it_again(cluster):
+    """A value the failed step left behind (not an optimizer's state) fails every update
+    that reads it: each goes back, and each fetch after says why, never in silence."""
+    with connected(cluster.address):
+        weights = gt.ones(3)
+        gt.sync()
+        left_behind = gt.arange(3.0)[gt.tensor([0, 1, 9])] * 2
+        for _ in range(3):
+            weights.add_(left_behind)
+            with pytest.raises(IndexError, match='out of bounds'):
+                weights.sum().item()
+        torch.testing.assert_close(weights.data, torch.ones(3))
+
+
 @pytest.mark.time_limit(90)
 @pytest.mark.usefixtures('fresh_configs')
 def test_data_parallel_replicas_go_back_together(cluster):
@@ -178,3 +193,38 @@ def test_data_parallel_replicas_go_back_together(cluster):
                 got.append(None)
         assert_same_losses(got, want)
         assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
+
+
+@pytest.mark.time_limit(120)
+def test_a_step_past_the_memory_limit_leaves_the_model_as_it_was():
+    """A fragment the server refuses (the session's memory limit) made none of its
+    values: the tensors it rebound keep what they held, so a script that catches the
+    OutOfMemoryError, as torch scripts catch CUDA's, trains on with a smaller batch; its
+    Adam step count, the client's, does not count the refused step."""
+    data = batches(4, bad_step=None)
+    reference, reference_optimizer, _, _ = models()
+    torch_run(reference, reference_optimizer, data)
+    limited = Cluster(workers=1, server_args=['--session-memory-limit', '4M'])
+    try:
+        limited.wait_ready()
+        with connected(limited.address):
+            ported, ported_optimizer = models()[2:]
+            refused = 0
+            for step, (inputs, targets) in enumerate(data):
+                try:
+                    if step == BAD_STEP:  # 8 MB of inputs, held: past the limit
+                        inputs, targets = inputs.repeat(65536, 1), targets.repeat(65536)
+                    held = gt.tensor(inputs), gt.tensor(targets)
+                    ported_optimizer.zero_grad()
+                    loss = gt.nn.functional.cross_entropy(ported(held[0]), held[1])
+                    loss.backward()
+                    ported_optimizer.step()
+                    loss.item()
+                except gt.OutOfMemoryError:
+                    assert step == BAD_STEP
+                    refused += 1
+                    data.insert(step + 1, (inputs[:8], targets[:8]))  # the batch again
+            assert refused == 1
+            assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
+    finally:
+        limited.stop()

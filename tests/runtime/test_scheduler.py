@@ -50,7 +50,7 @@ def make(workers: int = 2):
 
 
 def fragment(tag: int, *workers: int) -> Fragment:
-    return Fragment(None, [], tag, [(w, None, [], []) for w in workers])
+    return Fragment(None, [], tag, [(w, None, [], [], []) for w in workers])
 
 
 def test_a_window_of_programs_per_worker_then_the_least_served_session():
