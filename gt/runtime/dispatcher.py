@@ -58,7 +58,7 @@ from gt.runtime.protocol import (
     Welcome,
     decode,
 )
-from gt.runtime.reverts import by_worker, revive
+from gt.runtime.reverts import by_worker, malformed, revive
 from gt.runtime.scheduler import Fragment, Scheduler
 from gt.runtime.session_errors import failures
 from gt.runtime.transport import receive_frames, send
@@ -274,6 +274,8 @@ class Dispatcher(WorkerLinks):
     def _keep_replaced(self, session: Session, message: Submit) -> None:
         """After refusing a fragment: what its rebindings replaced stays its tensors'
         value (reverts.revive), and its releases apply (they were held for good)."""
+        if malformed(message.releases, message.reverts):
+            return
         reverts = revive(session, message.base, message.reverts)
         releases = self._routed_releases(session, message.releases)
         workers = sorted(w for w in set(reverts) | set(releases) if self.workers[w].alive)
@@ -294,6 +296,9 @@ class Dispatcher(WorkerLinks):
         return releases
 
     def _submit(self, session: Session, message: Submit, frames: list) -> None:
+        problem = malformed(message.releases, message.reverts)
+        if problem:
+            raise ValueError(problem)
         plan = self._plan(session, message) if message.structure else None
         if plan is not None:
             session.ops += sum(plan.ops.values())

@@ -54,7 +54,6 @@ class Reverts:
             self.replaced = {}
         return pairs
 
-
     def watch(self, value_id: int, undo: Callable[[], None]) -> None:
         """Call `undo` if a worker says `value_id` went back (gt.optim.failed_steps: a
         step count). Only the latest are kept: a step's own are reported at the next
@@ -73,6 +72,14 @@ class Reverts:
                     undo = self.watched.pop(value_id, None)
                     if undo is not None:
                         undo()
+
+
+def malformed(releases: Any, pairs: Any) -> str | None:
+    """Why a Submit's releases or pairs cannot be taken (garbage on the socket), if so."""
+    for name, ids in (('releases', releases), ('reverts', pairs)):
+        if type(ids) is not list or not all(type(value_id) is int for value_id in ids):
+            return f'malformed {name}: not a list of value ids'
+    return 'malformed reverts: not pairs' if len(pairs) % 2 else None
 
 
 def by_worker(held: dict, pairs: list[int]) -> dict[int, list[int]]:

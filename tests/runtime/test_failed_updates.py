@@ -4,10 +4,12 @@ catches the error trains on, against the same script on torch that skips the bat
 
 import pytest
 import torch
-from gt_test_support import Cluster, connected
+from gt_test_support import Cluster, connected, submit_message
 
 import gt
 from gt import ShardConfig, SignalConfig
+from gt.runtime.protocol import Fetched, Goodbye, Hello, Welcome
+from gt.runtime.transport import dealer, receive, send
 
 BAD_STEP = 2
 
@@ -228,3 +230,38 @@ def test_a_step_past_the_memory_limit_leaves_the_model_as_it_was():
             assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
     finally:
         limited.stop()
+
+
+def reply_of(socket, kind: type) -> object:
+    """The next `kind` message on `socket` (others skipped), within 15 s."""
+    for _ in range(150):
+        if socket.poll(100):
+            message, _ = receive(socket)
+            if isinstance(message, kind):
+                return message
+    pytest.fail(f'no {kind.__name__} within 15 s')
+
+
+@pytest.mark.parametrize('fields', [
+    {'reverts': [5]}, {'reverts': ['a', 'b']}, {'reverts': [[1], 2]}, {'releases': [[1]]},
+    {'releases': {'a': 1}}, {'reverts': [1, 2], 'structure': b'junk'},
+    {'releases': [[1]], 'structure': b'junk'}, {'reverts': [[1], [2]], 'structure': b'junk'},
+    {'reverts': [3], 'structure': b'junk'},
+], ids=['odd', 'strings', 'unhashable', 'unhashable release', 'a map', 'refused',
+        'refused, unhashable release', 'refused, unhashable pair', 'refused, odd'])
+@pytest.mark.time_limit(60)
+def test_malformed_releases_and_reverts_fail_the_request_not_the_server(cluster, fields):
+    """What a client sends of the values it let go and rebound is checked: garbage there,
+    in a fragment refused or not, is that request's error, and others go on."""
+    stranger = dealer(cluster.endpoint)
+    try:
+        send(stranger, Hello('tests:bad-reverts', 1, ''))
+        reply_of(stranger, Welcome)
+        send(stranger, submit_message(fetch=[0], request=1, **fields))
+        assert reply_of(stranger, Fetched).errors
+        send(stranger, Goodbye())
+    finally:
+        stranger.close(linger=1000)
+    assert cluster.server.poll() is None, cluster.logs()
+    with connected(cluster.address):
+        assert gt.ones(4, 4).sum().item() == 16.0
