@@ -20,12 +20,13 @@ import torch
 import zmq
 
 from gt import config, signal
+from gt.ir.ops import torch_calls
 from gt.runtime import compile_settings, curve, diagnostics, environment, ownership, shared_memory
 from gt.runtime.dispatcher_waits import DispatcherWaits
 from gt.runtime.fetched import assemble
 from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
 from gt.runtime.launcher import LocalServer
-from gt.runtime.locations import user_location
+from gt.runtime.locations import GT_DIR, user_call, user_location
 from gt.runtime.pacing import Pacer
 from gt.runtime.protocol import (
     Configure,
@@ -58,6 +59,10 @@ KEEP_ALIVE_SECONDS = 1.0
 GOODBYE_SECONDS = 2.0  # a closing client's wait for its own server to end the session
 # Room left in a bounded message for what is not an upload's bytes (ops, headers).
 DATA_MARGIN = 1 << 16
+# Frames between the user's line and a call GT runs by name: GT's, and torch's own when
+# the user called torch (`torch.lu(x)` reaches GT through __torch_function__).
+CALLERS_INSIDE = (GT_DIR, os.path.dirname(torch.__file__) + os.sep)
+TORCH_MODULE = 'torch'  # where a hidden-by-default warning of a call by name comes from
 # Created tensors at least this big are sharded over every worker when there are several
 # (the seeds' auto-shard rule); smaller ones cost more to split than they gain: see
 # benchmarks/sharding.py and docs/architecture.md. GT_AUTO_SHARD=0 (or off) turns it off.
@@ -71,6 +76,7 @@ class Client(DispatcherWaits):
         # Move everything imported so far (torch's many objects) out of the collector's
         # sight: otherwise each full collection scans them all, a pause of tens of ms.
         gc.freeze()
+        torch_calls.warn_at_call = _warn_at_users_line
         self.compile_wish = compile_settings.requested()  # a bad GT_COMPILE_BACKEND raises here
         self.endpoint = endpoint
         self.server = server
@@ -461,3 +467,16 @@ def _close_at_exit() -> None:
 
 
 atexit.register(_close_at_exit)
+
+
+def _warn_at_users_line(warning: warnings.WarningMessage) -> None:
+    """torch's warning from working out a call's types, at the line that made the call
+    (not inside GT or torch's dispatch to it, where the script's filters by module or
+    line would miss it); the kinds Python hides unless asked stay where torch raised
+    them, so that the same filters hide them."""
+    if issubclass(warning.category, (DeprecationWarning, PendingDeprecationWarning)):
+        warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                               warning.lineno, module=TORCH_MODULE)
+        return
+    level, _ = user_call(CALLERS_INSIDE)
+    warnings.warn(warning.message, stacklevel=level)

@@ -31,12 +31,13 @@ def user_location() -> tuple:
     return (None, 0)
 
 
-def user_call() -> tuple[int, str]:
+def user_call(inside: tuple[str, ...] = (GT_DIR,)) -> tuple[int, str]:
     """Where the user's code called into GT, seen from the caller of this: the
     `stacklevel` at which its `warnings.warn` names the user's line (the first frame up
-    the stack that is not GT's), and the file of the GT function the user called."""
+    the stack that is not GT's, nor in the other directories `inside` names), and the
+    file of the GT function the user called."""
     level, frame, entry = 1, sys._getframe(1), ''
-    while frame is not None and frame.f_code.co_filename.startswith(GT_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
         level, entry, frame = level + 1, frame.f_code.co_filename, frame.f_back
     return level, entry
 

@@ -9,18 +9,22 @@ used to say only "value 1 does not exist in this session", of a tensor whose own
 had raised nothing.
 """
 
+import builtins
 import os
 import warnings
 from collections import deque
 
 import msgpack
 
+from gt.ir.ops import torch_calls
 from gt.runtime.locations import describe, user_call
 from gt.runtime.session_errors import (
     BY_KIND,
+    NOT_FAILURES,
     OUT_OF_MEMORY,
     REVERTED,
     WARNING,
+    WORKER_WARNING,
     CompileWarning,
     OutOfMemoryError,
     WorkerError,
@@ -40,7 +44,8 @@ class Reports:
         self.origins: deque = deque(maxlen=ORIGINS_KEPT)  # (base, locations, op names)
         self.failed_ops: dict[tuple, None] = {}  # (fragment, node) of failures raised
         self.lost: deque = deque(maxlen=ORIGINS_KEPT)  # (first id, end id, error class, why)
-        self.warnings: list[str] = []  # a worker's, not yet warned of (`warn`)
+        # A worker's, not yet warned of (`warn`): `(category, text)`
+        self.warnings: list[tuple[type, str]] = []
         # Ids in `lost` that hold the value they replaced (gt.runtime.reverts.revive)
         self.revived: set[int] = set()
 
@@ -89,8 +94,11 @@ class Reports:
         ends), though only the first failure is raised. A failure of no op (a worker
         lost) names where the first of the `fetched` values was made. A worker's warnings
         among them are kept for `warn`, with the lines their ops were recorded at."""
-        self.warnings += [text + self._recorded(base, places)
+        self.warnings += [(CompileWarning, text + self._recorded(base, places))
                           for base, places, kind, text in errors if kind == WARNING]
+        self.warnings += [(warning_class(name), text) for _, _, kind, (name, text) in
+                          (error for error in errors if error[2] == WORKER_WARNING)
+                          if (name, text) not in torch_calls.WARNED_AT_THE_CALL]
         # An update undone because it read a failure told at an earlier fetch (state a
         # failed step made, that is not an optimizer's): raised again, as a fetch of a
         # failed value is, or every later step would be undone in silence.
@@ -101,7 +109,7 @@ class Reports:
                     self.revived.add(value_id)
                 elif told:
                     again.append(report)
-        errors = [error for error in errors if error[2] not in (WARNING, REVERTED)]
+        errors = [error for error in errors if error[2] not in NOT_FAILURES]
         fresh = []
         for error in errors:
             key = (error[0], error[1])
@@ -150,7 +158,8 @@ class Reports:
             return  # every fetch comes here: the stack is looked at only when needed
         level, entry = user_call()
         while self.warnings and entry.endswith(VALUE_ACCESS):
-            warnings.warn(self.warnings.pop(0), CompileWarning, stacklevel=level)
+            category, text = self.warnings.pop(0)
+            warnings.warn(text, category, stacklevel=level)
 
     def _recorded(self, base: int | None, places: list | None) -> str:
         """Where a warning's ops were recorded (`places`: the first's and the last's
@@ -238,3 +247,10 @@ def span(locations: list) -> str:
     if not first:
         return 'recorded at an unknown place'
     return f'recorded at {first}' if first == last else f'recorded from {first} to {last}'
+
+
+def warning_class(name: str) -> type:
+    """Python's warning class of that name (torch's notes are UserWarnings, FutureWarnings
+    and the like); any other, a UserWarning."""
+    found = getattr(builtins, name, None)
+    return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning

@@ -46,9 +46,15 @@ WARNING = 'warning'
 REVERTED = 'reverted'
 
 
+# `[None, None, WORKER_WARNING, [category name, text]]`: a Python warning raised while the
+# session's program ran (gt.runtime.worker_warnings).
+WORKER_WARNING = 'worker warning'
+NOT_FAILURES = (WARNING, REVERTED, WORKER_WARNING)
+
+
 def failures(reports: list) -> int:
     """How many of a Fetched's reports are failures (not warnings or reverts)."""
-    return sum(report[2] not in (WARNING, REVERTED) for report in reports)
+    return sum(report[2] not in NOT_FAILURES for report in reports)
 
 # The worker reports `ExceptionName: message`; these keep their kind at the user's line.
 BY_KIND = {'IndexError': WorkerIndexError, 'ValueError': WorkerValueError,

@@ -42,6 +42,7 @@ from gt.runtime.protocol import (
 from gt.runtime.session_errors import REVERTED
 from gt.runtime.thread_tuning import WorkerThreads
 from gt.runtime.transport import dealer, receive, send
+from gt.runtime.worker_warnings import WorkerWarnings
 
 HEARTBEAT_SECONDS = 0.5
 NO_SERVER_NOTICE_SECONDS = 5.0  # silence after registering before the worker says so
@@ -72,6 +73,7 @@ class Worker:
         self.contexts: dict[int, Any] = {}
         self.errors: dict[int, list] = {}
         self.told: dict[int, set] = {}  # per session: failures its fetches took (reverts.apply)
+        self.warnings = WorkerWarnings()  # Python's, raised in a session's program
         self.programs: dict[int, Program] = {}
         # Compiling is torch's: the numpy engine runs every program as generated Python.
         # An auto-started worker's stderr is its script's, whose user hears of a failed
@@ -101,6 +103,7 @@ class Worker:
 
     def serve_forever(self) -> None:
         gc.freeze()  # keep full collections from rescanning torch's objects mid-program
+        self.warnings.install()
         if shared_memory.available():
             shared_memory.remove_stale()
         self._register()
@@ -186,6 +189,7 @@ class Worker:
         self.contexts.clear()
         self.errors.clear()
         self.told.clear()
+        self.warnings.forget_sessions()
         self.owed.clear()  # programs the old dispatcher sent: the new one counts none
         self.programs.clear()
         self.express.programs.clear()
@@ -304,11 +308,15 @@ class Worker:
             send(lane.socket, Heartbeat(self.identity, {'running': [
                 started, message.session, message.program_id, len(program.steps),
                 kinds_of(program.op_counts), lane is not self.main]}))
-        if checks:
-            kept, errors = self.threads.check(
-                program, lambda: program.run(inputs, context, message.base))
-        else:
-            kept, errors = program.run(inputs, context, message.base)
+        self.warnings.run_for(message.session)
+        try:
+            if checks:
+                kept, errors = self.threads.check(
+                    program, lambda: program.run(inputs, context, message.base))
+            else:
+                kept, errors = program.run(inputs, context, message.base)
+        finally:
+            self.warnings.run_for(None)
         seconds = time.perf_counter() - start
         if timed:
             self.threads.after_run(program, seconds)
@@ -338,6 +346,7 @@ class Worker:
             reverts.note_told(self.told.setdefault(message.session, set()), errors)
         if self.compiler is not None:
             errors += self.compiler.take_warnings(message.session)
+        errors += self.warnings.take(message.session)
         for value_id in message.fetch:
             value = values.get(value_id)
             if value is None or isinstance(value, Failed):
@@ -379,7 +388,8 @@ class Worker:
                  lambda: self.exchange.drop_session(session),
                  lambda: self.contexts.pop(session, None),
                  lambda: self.errors.pop(session, None),
-                 lambda: self.told.pop(session, None)]
+                 lambda: self.told.pop(session, None),
+                 lambda: self.warnings.end_session(session)]
         if self.compiler is not None:
             steps.append(lambda: self.compiler.end_session(session))
         for step in steps:

@@ -17,7 +17,8 @@ safe default) until an op earns a row.
 import contextlib
 import logging
 import math
-from typing import Any, NamedTuple
+import warnings
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -55,6 +56,12 @@ _signatures: dict[tuple, Signature] = {}
 SIGNATURES_KEPT = 16384
 # Inputs up to this many elements in all are run for real to word an error as torch does.
 WORDING_ELEMENTS = 1 << 20
+# Warnings torch's Python raised while a call's types were worked out (its meta kernel
+# runs the call), `(category name, text)`: a client warns of them at the user's line
+# (`warn_at_call`, which gt.runtime.client sets) and not of a worker's copy again
+# (gt.runtime.worker_warnings); a dispatcher, working the types out again, drops them.
+WARNED_AT_THE_CALL: set[tuple[str, str]] = set()
+warn_at_call: Callable[[warnings.WarningMessage], None] | None = None
 # The kinds of error a worker's call reports as they are (`_named_errors`).
 KEPT_KINDS = (IndexError, ValueError, TypeError, torch.linalg.LinAlgError)
 
@@ -78,7 +85,13 @@ def signature(fn: str, types: tuple, args: list, kwargs: dict, factory: bool = F
     key = (fn, types, frozen(args), frozen(kwargs), factory)
     found = _signatures.get(key)
     if found is None:
-        found = _infer(fn, types, args, kwargs, factory)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')  # the script's filters apply as they are told
+            found = _infer(fn, types, args, kwargs, factory)
+        if warn_at_call is not None:
+            for warning in caught:
+                WARNED_AT_THE_CALL.add((warning.category.__name__, str(warning.message)))
+                warn_at_call(warning)
         if len(_signatures) >= SIGNATURES_KEPT:
             _signatures.clear()
         _signatures[key] = found
