@@ -372,6 +372,31 @@ class RemovableHandle:
             self.hooks.remove(self.hook)
 
 
+def first_grad(tensor: Any, grad: Any) -> None:
+    """`tensor.grad = grad` where it had none. If `grad` fails on its worker (the loss
+    did), the leaf has no gradient again once the client hears of it, as torch's
+    backward that raised left it (gt.runtime.reverts). Else a loop that zeroes
+    gradients after fetching the loss added every later gradient into the failed one."""
+    tensor._grad = grad
+    key = id(tensor)
+    if key not in _leaves_with_grads:
+        _leaves_with_grads[key] = weakref.ref(tensor, lambda _: _leaves_with_grads.pop(key))
+
+
+# Leaves given a gradient, held weakly: `forget_failed_grads` looks through them.
+_leaves_with_grads: dict[int, weakref.ref] = {}
+
+
+def forget_failed_grads(failed: Callable[[int], bool]) -> None:
+    """A fetch told of failures (`failed(value id)`): each leaf whose gradient failed, or
+    was never made, has none again (see `first_grad`)."""
+    for reference in list(_leaves_with_grads.values()):
+        tensor = reference()
+        grad = None if tensor is None else tensor._grad
+        if grad is not None and grad._id is not None and failed(grad._id):
+            tensor._grad = None
+
+
 def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
     """Add `grad` into `tensor.grad`; each leaf gets a tensor object of its own, since an
     in-place update of one leaf's grad must not change another's. A leaf's is added in
@@ -383,7 +408,7 @@ def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
         if id(grad) in assigned:
             grad = emit('cast', grad, dtype=grad._type.dtype)
         assigned.add(id(grad))
-        tensor._grad = grad
+        first_grad(tensor, grad)
     elif tensor.grad_fn is None and not grad_mode.enabled:
         tensor._grad._rebind(emit('add', tensor._grad, grad))
     else:

@@ -275,6 +275,7 @@ def _last_uses(ops: list, kept: set[int]) -> list[tuple[int, ...]]:
 
 
 def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
+    from gt import autograd  # which imports this
     from gt.tensor import wrap  # gt.tensor imports gt.autograd, which imports this
 
     # Nothing else records on this client meanwhile (GT's recording is one thread's at a
@@ -294,6 +295,6 @@ def _replay(recorded: Recorded, tape: Tape, client: Any) -> None:
     for leaf, index, value_type in recorded.grads:
         tensor, grad = tape.leaves[leaf], wrap(start + index, value_type, client)
         if tensor._grad is None:
-            tensor._grad = grad
+            autograd.first_grad(tensor, grad)
         else:  # added in place, as the rules' pass does (autograd._accumulate)
             tensor._grad._rebind(grad)

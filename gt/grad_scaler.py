@@ -113,7 +113,14 @@ class GradScaler:
         if state['stage'] is _Stage.READY:
             self.unscale_(optimizer)
         result = None
-        if not state['found_inf'].item():
+        try:
+            skip = state['found_inf'].item()
+        except Exception:
+            # The step's work failed (its loss did): as in torch, which raised before
+            # the scaler saw the step, this optimizer's next step starts afresh.
+            del self._per_optimizer_states[id(optimizer)]
+            raise
+        if not skip:
             result = optimizer.step(*args, **kwargs)
         state['stage'] = _Stage.STEPPED
         return result

@@ -197,13 +197,17 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         dropped = autograd.hand_over(self, [new.grad_fn, *readers]) is None
         client, old = self._client, self._id
         if old is not None and (new._type is self._type or new._type == self._type):
-            # What this tensor goes back to if `new` fails (gt.runtime.reverts). A
-            # parameter's value made since the last flush (the model made, or loaded, in
-            # the first step's message) is kept for that until the message has run.
-            if dropped and self._kept_to_go_back and old >= client.pending.base:
+            # What this tensor goes back to if `new` fails (gt.runtime.reverts). A value
+            # of a parameter, buffer or optimizer state made since the last flush (the
+            # model made, or loaded, in the first step's message) is kept for that until
+            # the message has run, so that each update goes back only if it failed.
+            reverts = client.reverts
+            if dropped and old >= client.pending.base and (
+                    self._kept_to_go_back or old in reverts.first_values):
                 client.releases.append(old)
+                reverts.first_values.add(new._id)
                 dropped = False
-            client.reverts.rebound(old, new._id, dropped, client.pending.base)
+            reverts.rebound(old, new._id, dropped, client.pending.base)
         if dropped:
             client.release(old)
         if new.grad_fn is not None:

@@ -471,7 +471,11 @@ def zero_grad_in_place(parameter: Tensor) -> None:
 def _as_buffer(name: str, value: Any) -> Tensor | None:
     """A buffer's value: a GT tensor, or a torch tensor (PixelCNN's mask from
     `weight.data.clone()`, a numpy-built table) copied into one."""
-    if value is None or isinstance(value, Tensor):
+    if isinstance(value, Tensor):
+        # a failed step made in the same message goes back to it (gt.runtime.reverts)
+        value._client.reverts.state(value._id)
+        return value
+    if value is None:
         return value
     if isinstance(value, torch.Tensor):
         from gt.creation import tensor

@@ -10,6 +10,8 @@ leaves, per parameter, how to undo its client side (`watch`).
 """
 
 import functools
+import weakref
+from typing import Any
 
 import torch
 
@@ -22,6 +24,7 @@ def keep(state: dict, key: str, value: Tensor) -> Tensor:
     `value` (a fresh result, which it consumes), and is returned."""
     held = state.get(key)
     if isinstance(held, Tensor) and held is not value and held._id is not None:
+        held._client.reverts.state(held._id)  # made in this message (loaded, say): kept
         return held._rebind(value)
     state[key] = value
     return value
@@ -44,23 +47,30 @@ def client_side(state: dict | None) -> tuple:
     return tuple(state), numbers
 
 
-def watch(before: dict, state: dict) -> None:
+def watch(optimizer: Any, before: dict) -> None:
     """After a step: `before` maps each updated parameter to `client_side` of its state
     before the step; the client undoes the step's client side if the worker undoes the
-    parameter's update. A parameter without state (plain SGD) has none to undo."""
+    parameter's update. A parameter without state (plain SGD) has none to undo. Held
+    weakly: an undo kept for a later report must not keep a dropped model's values."""
     reverts = None
     for param, (keys, numbers) in before.items():
-        now = state.get(param)
+        now = optimizer.state.get(param)
         if now and param._id is not None:
             reverts = reverts or connection.current().reverts
             reverts.watch(param._id, functools.partial(
-                _undo, now, keys, numbers, client_side(now)[1]))
+                _undo, weakref.ref(optimizer), weakref.ref(param), keys, numbers,
+                client_side(now)[1]))
 
 
-def _undo(state: dict, keys: tuple, before: dict, after: dict) -> None:
+def _undo(optimizer: weakref.ref, param: weakref.ref, keys: tuple, before: dict,
+          after: dict) -> None:
     """A count goes back by what the step added (later steps may have counted on); any
     other number goes back if no later step changed it; state the step made is dropped,
     so that the next step makes it afresh."""
+    owner, tensor = optimizer(), param()
+    state = None if owner is None or tensor is None else owner.state.get(tensor)
+    if state is None:
+        return
     for key in [key for key in state if key not in keys]:
         del state[key]
     for key, old in before.items():

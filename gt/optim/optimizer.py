@@ -154,7 +154,7 @@ class Optimizer:
                 # Numbers per group: two groups' learning rates must not merge into one
                 # constant on the steps where a schedule makes them equal.
                 self._update(group, Numbers())
-                failed_steps.watch(before, self.state)
+                failed_steps.watch(self, before)
         connection.current().flush()
         return loss
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import zmq
 
-from gt import config, signal
+from gt import autograd, config, signal
 from gt.ir.ops import torch_calls
 from gt.runtime import compile_settings, curve, diagnostics, environment, ownership, shared_memory
 from gt.runtime.dispatcher_waits import DispatcherWaits
@@ -344,8 +344,14 @@ class Client(DispatcherWaits):
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
         if reply.errors:
             self.reverts.undo(reply.errors)
-        self.reports.raise_errors(reply.errors, any(header is None for header in reply.tensors),
-                                  self.pending.base, value_ids)
+        try:
+            self.reports.raise_errors(reply.errors,
+                                      any(header is None for header in reply.tensors),
+                                      self.pending.base, value_ids)
+        finally:
+            failed = self.reports.failed(reply.errors) if reply.errors else None
+            if failed is not None:
+                autograd.forget_failed_grads(failed)
         frames = iter(frames)
         values = [assemble(header, frames) for header in reply.tensors]
         self.reports.warn()

@@ -13,6 +13,7 @@ import builtins
 import os
 import warnings
 from collections import deque
+from typing import Callable
 
 import msgpack
 
@@ -20,6 +21,7 @@ from gt.ir.ops import torch_calls
 from gt.runtime.locations import describe, user_call
 from gt.runtime.session_errors import (
     BY_KIND,
+    FAILED,
     NOT_FAILURES,
     OUT_OF_MEMORY,
     REVERTED,
@@ -75,6 +77,17 @@ class Reports:
         """Ids from `first` to `end` (exclusive) were never made, for `why`."""
         if end > first:
             self.lost.append((first, end, kind, why))
+
+    def failed(self, errors: list) -> Callable[[int], bool] | None:
+        """After `raise_errors`: whether a value failed on its worker (a fetch's `FAILED`
+        reports) or was never made (its work refused, and not revived); None when the
+        fetch told of neither."""
+        failed = {value_id for error in errors if error[2] == FAILED for value_id in error[3]}
+        if not failed and not any(error[2] == 'submit' for error in errors):
+            return None
+        lost = list(self.lost)
+        return lambda value_id: value_id in failed or (value_id not in self.revived and any(
+            first <= value_id < end for first, end, _, _ in lost))
 
     def check(self, value_id: int) -> None:
         """Raise why `value_id` was never made, if it was not."""

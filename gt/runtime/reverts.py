@@ -10,6 +10,7 @@ not happen. Rebindings that do not depend on the failure still happen (torch sto
 the failing op; GT's error reaches the script at its next fetch).
 """
 
+from collections import OrderedDict
 from typing import Any, Callable
 
 from gt.runtime.session_errors import REVERTED
@@ -21,12 +22,15 @@ class Reverts:
     """The pairs a client sends with its next message, flat: `[new, old, new, old, ...]`,
     and what else to undo when a worker says a value went back."""
 
-    __slots__ = ('pairs', 'replaced', 'watched')
+    __slots__ = ('pairs', 'replaced', 'first_values', 'watched')
 
     def __init__(self) -> None:
         self.pairs: list[int] = []
         self.replaced: dict[int, int] = {}  # a value made since the last flush: what it replaced
-        self.watched: dict[int, Callable[[], None]] = {}
+        # Values made since the last flush that are state (a buffer, an optimizer's): kept
+        # when first replaced, as a parameter's are (Tensor._take)
+        self.first_values: set[int] = set()
+        self.watched: OrderedDict[int, Callable[[], None]] = OrderedDict()
 
     def rebound(self, old: int, new: int, old_dropped: bool, base: int) -> None:
         """A tensor took value `new` in place of `old`; `old_dropped`: nothing else holds
@@ -52,7 +56,14 @@ class Reverts:
         pairs, self.pairs = self.pairs, []
         if self.replaced:
             self.replaced = {}
+        if self.first_values:
+            self.first_values = set()
         return pairs
+
+    def state(self, value_id: int | None) -> None:
+        """`value_id` is state: kept when first replaced (`first_values`)."""
+        if value_id is not None:
+            self.first_values.add(value_id)
 
     def watch(self, value_id: int, undo: Callable[[], None]) -> None:
         """Call `undo` if a worker says `value_id` went back (gt.optim.failed_steps: a
@@ -61,7 +72,7 @@ class Reverts:
         watched = self.watched
         watched[value_id] = undo
         if len(watched) > WATCHED_KEPT:
-            del watched[next(iter(watched))]
+            watched.popitem(last=False)
 
     def undo(self, errors: list) -> None:
         """What a fetch's reports (`[None, None, REVERTED, [[value id, ...], ...]]`) say
@@ -121,9 +132,9 @@ def apply(values: dict, pairs: list[int], failed: type, told: set | tuple) -> li
     """On a worker, after a run: each `new` that failed, or was never made (`revive`),
     and whose `old` is held takes `old`'s value, in order (a chain whose links are all
     kept goes back link by link). Returns `[new, failure report, told before]` of each
-    that failed, for the client (`REVERTED`): a failure this worker's fetches already
-    told of (`told`, keyed by fragment and op) reached an update since, from a value the
-    failed step left behind."""
+    that failed and went back, for the client (`REVERTED`): a failure this worker's
+    fetches already told of (`told`, keyed by fragment and op) reached an update since,
+    from a value the failed step left behind."""
     gone_back = []
     for index in range(0, len(pairs), 2):
         now = values.get(pairs[index])

@@ -49,7 +49,10 @@ REVERTED = 'reverted'
 # `[None, None, WORKER_WARNING, [category name, text]]`: a Python warning raised while the
 # session's program ran (gt.runtime.worker_warnings).
 WORKER_WARNING = 'worker warning'
-NOT_FAILURES = (WARNING, REVERTED, WORKER_WARNING)
+# `[None, None, FAILED, [value id, ...]]`: the values a run kept that failed, so that a
+# client can drop a leaf's first gradient that did (gt.autograd.forget_failed_grads).
+FAILED = 'failed values'
+NOT_FAILURES = (WARNING, REVERTED, WORKER_WARNING, FAILED)
 
 
 def failures(reports: list) -> int:

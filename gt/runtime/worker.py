@@ -39,7 +39,7 @@ from gt.runtime.protocol import (
     Stats,
     StatsRequest,
 )
-from gt.runtime.session_errors import REVERTED
+from gt.runtime.session_errors import FAILED, REVERTED
 from gt.runtime.thread_tuning import WorkerThreads
 from gt.runtime.transport import dealer, receive, send
 from gt.runtime.worker_warnings import WorkerWarnings
@@ -331,11 +331,17 @@ class Worker:
             f"({'compiled' if program.ran_compiled else f'run {program.runs}'}) in "
             f"{seconds * 1e3:.3f} ms" + (f'; {len(errors)} op(s) failed' if errors else '')))
         context.data = []
+        failed = []
         for (_, local), value in zip(program.keep, kept):
             # `-1 - k`: a copy of the k-th external, kept under its id (see planner.py)
-            values[message.base + local if local >= 0 else message.externals[-1 - local]] = value
+            value_id = message.base + local if local >= 0 else message.externals[-1 - local]
+            values[value_id] = value
+            if errors and type(value) is Failed:
+                failed.append(value_id)
         if errors:
             self.errors.setdefault(message.session, []).extend(errors)
+        if failed:
+            self.errors[message.session].append([None, None, FAILED, failed])
 
     def _fetch(self, message: RunProgram, values: dict, seconds: float, lane: Lane) -> None:
         if self.report_programs and self.activity.events:
