@@ -2,6 +2,8 @@
 they were (gt.runtime.reverts), as torch's raising at the failing op does: a script that
 catches the error trains on, against the same script on torch that skips the batch."""
 
+import contextlib
+
 import pytest
 import torch
 from gt_test_support import Cluster, connected, submit_message
@@ -48,19 +50,25 @@ def models(optimizer: str = 'adam') -> tuple:
             ported, OPTIMIZERS[optimizer](gt, ported.parameters()))
 
 
-def torch_run(model, optimizer, data: list) -> list:
-    """Each step in a try, as a script that skips a bad batch: torch raises at the loss."""
-    losses = []
+def train(library, model, optimizer, data: list, placed=contextlib.nullcontext) -> tuple:
+    """Each step in a try, as a script that skips a bad batch (torch raises at the loss,
+    GT at the fetch): the losses, None where a step raised, and what each raised. GT's
+    batches are made under `placed()` (a signal's context)."""
+    losses, errors = [], []
     for inputs, targets in data:
+        if library is gt:
+            with placed():
+                inputs, targets = gt.tensor(inputs), gt.tensor(targets)
         try:
             optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+            loss = library.nn.functional.cross_entropy(model(inputs), targets)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-        except IndexError:
+        except IndexError as error:
             losses.append(None)
-    return losses
+            errors.append(str(error))
+    return losses, errors
 
 
 def assert_same_losses(got: list, want: list) -> None:
@@ -95,21 +103,10 @@ def test_a_script_that_catches_a_failed_step_trains_on_as_torchs_does(cluster, o
     back too, so the next step counts and makes them as torch's does."""
     data = batches(6, bad_step)
     reference, reference_optimizer, ported, ported_optimizer = models(optimizer)
-    want = torch_run(reference, reference_optimizer, data)
+    want, _ = train(torch, reference, reference_optimizer, data)
     with connected(cluster.address):
         ported, ported_optimizer = models(optimizer)[2:]
-        got, errors = [], []
-        for inputs, targets in data:
-            try:
-                ported_optimizer.zero_grad()
-                loss = gt.nn.functional.cross_entropy(ported(gt.tensor(inputs)),
-                                                      gt.tensor(targets))
-                loss.backward()
-                ported_optimizer.step()
-                got.append(loss.item())
-            except IndexError as error:
-                got.append(None)
-                errors.append(str(error))
+        got, errors = train(gt, ported, ported_optimizer, data)
         assert len(errors) == 1 and 'out of bounds' in errors[0], errors
         assert_same_losses(got, want)
         assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
@@ -123,7 +120,7 @@ def test_a_failure_between_fetches_undoes_only_its_own_steps_updates(cluster):
     Adam's step count, which the client learns of only at the fetch.)"""
     data = batches(5)
     reference, reference_optimizer, ported, ported_optimizer = models('sgd')
-    torch_run(reference, reference_optimizer, data)
+    train(torch, reference, reference_optimizer, data)
     with connected(cluster.address):
         ported, ported_optimizer = models('sgd')[2:]
         for inputs, targets in data:
@@ -272,21 +269,11 @@ def test_data_parallel_replicas_go_back_together(cluster):
     gt.register_config('batch', SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1])))
     data = batches(5)
     reference, reference_optimizer, ported, ported_optimizer = models()
-    want = torch_run(reference, reference_optimizer, data)
+    want, _ = train(torch, reference, reference_optimizer, data)
     with connected(cluster.address):
         ported, ported_optimizer = models()[2:]
-        got = []
-        for inputs, targets in data:
-            with gt.signal.context('batch'):
-                inputs, targets = gt.tensor(inputs), gt.tensor(targets)
-            try:
-                ported_optimizer.zero_grad()
-                loss = gt.nn.functional.cross_entropy(ported(inputs), targets)
-                loss.backward()
-                ported_optimizer.step()
-                got.append(loss.item())
-            except IndexError:
-                got.append(None)
+        got, _ = train(gt, ported, ported_optimizer, data,
+                       placed=lambda: gt.signal.context('batch'))
         assert_same_losses(got, want)
         assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
 
@@ -299,7 +286,7 @@ def test_a_step_past_the_memory_limit_leaves_the_model_as_it_was():
     Adam step count, the client's, does not count the refused step."""
     data = batches(4, bad_step=None)
     reference, reference_optimizer, _, _ = models()
-    torch_run(reference, reference_optimizer, data)
+    train(torch, reference, reference_optimizer, data)
     limited = Cluster(workers=1, server_args=['--session-memory-limit', '4M'])
     try:
         limited.wait_ready()
