@@ -380,7 +380,7 @@ def first_grad(tensor: Any, grad: Any) -> None:
     tensor._grad = grad
     key = id(tensor)
     if key not in _leaves_with_grads:
-        _leaves_with_grads[key] = weakref.ref(tensor, lambda _: _leaves_with_grads.pop(key))
+        _leaves_with_grads[key] = weakref.ref(tensor, lambda _: _leaves_with_grads.pop(key, None))
 
 
 # Leaves given a gradient, held weakly: `forget_failed_grads` looks through them.
