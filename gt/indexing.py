@@ -5,6 +5,7 @@ and `['ellipsis']` items, plain enough to hash, print and send.
 """
 
 import operator
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,6 +31,24 @@ def normalize_index(key: Any, shape: tuple[int, ...]) -> list[list]:
         else:
             result.append(['int', operator.index(item)])
     return result
+
+
+BYTE_MASK = ('indexing with dtype torch.uint8 is now deprecated, please use a dtype '
+             'torch.bool instead.')
+
+
+def byte_masks_as_bool(key: Any) -> Any:
+    """torch takes a uint8 index tensor as a mask, with a deprecation warning (the meta
+    kernel GT works types out with refuses one): the key with each a bool mask."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(getattr(item, 'dtype', None) == torch.uint8 for item in items):
+        return key
+    from gt.runtime.locations import user_call
+
+    warnings.warn(BYTE_MASK, UserWarning, stacklevel=user_call()[0])
+    masks = tuple(item.bool() if getattr(item, 'dtype', None) == torch.uint8 else item
+                  for item in items)
+    return masks if isinstance(key, tuple) else masks[0]
 
 
 def without_ranges(key: Any) -> Any:

@@ -14,6 +14,7 @@ from gt import tensor as core
 from gt import views
 from gt.indexing import (
     TensorSlice,
+    byte_masks_as_bool,
     is_advanced,
     normalize_index,
     tensor_ints,
@@ -201,7 +202,7 @@ class ShapeMethods:
     swapdims_ = swapaxes_ = transpose_
 
     def __getitem__(self, key: Any):
-        key, picks = self._index_key(key)
+        key, picks = self._index_key(byte_masks_as_bool(key))
         if is_advanced(key):  # tensors, masks, lists: torch's advanced indexing
             from gt import fallback
             return fallback.call('Tensor.__getitem__', (self, key), {})

@@ -108,3 +108,16 @@ def test_a_script_using_them_never_imports_torch_dynamo():
         """)
     assert result.returncode == 0, result.explain()
     assert result.stdout.split() == ['True', '2', '1', '200', 'False'], result.explain()
+
+
+def test_a_byte_mask_selects_as_torchs_with_its_warning():
+    """torch takes a uint8 index tensor as a mask and warns that it is deprecated; its
+    meta kernel, which GT works types out with, refused one."""
+    got, want = pair(array((4, 3)))
+    mask = torch.tensor([1, 0, 1, 1], dtype=torch.uint8)
+    with pytest.warns(UserWarning, match='indexing with dtype torch.uint8') as caught:
+        selected = got[gt.tensor(mask)]
+    assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match='indexing with dtype torch.uint8'):
+        want_selected = want[mask]
+    assert_same(selected, want_selected)
