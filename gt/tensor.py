@@ -14,17 +14,7 @@ import torch
 from gt import autograd, autograd_entry, post_accumulate_hooks, signal, tensor_offsets, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
-from gt.ir.dtypes import (
-    DEFAULT_FLOAT,
-    DIMENSIONED,
-    FLOATING,
-    PYTHON_SCALAR,
-    TORCH_DTYPES,
-    ZERO_DIM,
-    python_number,
-    result_type,
-    scalar_dtype,
-)
+from gt.ir.dtypes import FLOATING, TORCH_DTYPES, number_operand_dtype, python_number
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
@@ -187,7 +177,7 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         views.adopt(self, new)
         return self
 
-    _kept_to_go_back = False  # see _take; a Parameter's is True
+    _kept_to_go_back = False  # a Parameter's are, to go back to (gt.runtime.reverts)
 
     def _take(self, new: 'Tensor', readers: tuple = ()) -> None:
         """Rebind to `new`'s value, with its autograd history. The old value goes to the
@@ -197,17 +187,8 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         dropped = autograd.hand_over(self, [new.grad_fn, *readers]) is None
         client, old = self._client, self._id
         if old is not None and (new._type is self._type or new._type == self._type):
-            # What this tensor goes back to if `new` fails (gt.runtime.reverts). A value
-            # of a parameter, buffer or optimizer state made since the last flush (the
-            # model made, or loaded, in the first step's message) is kept for that until
-            # the message has run, so that each update goes back only if it failed.
-            reverts = client.reverts
-            if dropped and old >= client.pending.base and (
-                    self._kept_to_go_back or old in reverts.first_values):
-                client.releases.append(old)
-                reverts.first_values.add(new._id)
-                dropped = False
-            reverts.rebound(old, new._id, dropped, client.pending.base)
+            dropped = client.reverts.rebinding(client, old, new._id, dropped,
+                                               self._kept_to_go_back)
         if dropped:
             client.release(old)
         if new.grad_fn is not None:
@@ -297,8 +278,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
     def retain_grad(self) -> None:
         autograd.retain_grad(self)
 
-
-LOW_PRECISION = frozenset({'float16', 'bfloat16'})
 
 
 def _untracked_write(tensor: Tensor, new: Tensor) -> Tensor:
@@ -486,7 +465,7 @@ def as_tensor(value: Any, like: Tensor | None = None, op: str | None = None) -> 
     if isinstance(value, (bool, int, float)) and like is not None:
         key = (like._type.dtype, bool(like._type.shape), type(value), op == 'div')
         dtype = _literal_dtypes.get(key) or _literal_dtypes.setdefault(
-            key, _literal_dtype(value, *key))
+            key, number_operand_dtype(value, *key[:2], key[3]))
         check_literal('scalar', value, dtype)
         # What apply('scalar', ...) would record, without inferring a type per literal
         # (each has its own slot, so none would be remembered).
@@ -501,15 +480,3 @@ def as_tensor(value: Any, like: Tensor | None = None, op: str | None = None) -> 
 
 _literal_dtypes: dict[tuple, str] = {}
 _SCALAR_TYPES = {dtype: TensorType((), dtype) for dtype in TORCH_DTYPES}
-
-
-def _literal_dtype(value: bool | int | float, dtype: str, dimensioned: bool,
-                   kind: type, divides: bool) -> str:
-    """The dtype a number operand of a `dtype` tensor becomes: torch's promotion."""
-    dtype = result_type((dtype, DIMENSIONED if dimensioned else ZERO_DIM),
-                        (scalar_dtype(value), PYTHON_SCALAR))
-    if divides and dtype not in FLOATING:
-        return DEFAULT_FLOAT  # true division computes in floating point
-    if dtype in LOW_PRECISION and dimensioned:
-        return 'float32'  # torch keeps the number in float32 for half and bfloat16
-    return dtype

@@ -132,3 +132,19 @@ def dtype_name(dtype: object) -> str:
     if name not in TORCH_DTYPES:
         raise TypeError(f'GT does not support dtype {name}')
     return name
+
+
+LOW_PRECISION = frozenset({'float16', 'bfloat16'})
+
+
+def number_operand_dtype(value: bool | int | float, dtype: str, dimensioned: bool,
+                         divides: bool) -> str:
+    """The dtype a number operand of a `dtype` tensor becomes: torch's promotion
+    (`divides`: true division, which computes in floating point)."""
+    dtype = result_type((dtype, DIMENSIONED if dimensioned else ZERO_DIM),
+                        (scalar_dtype(value), PYTHON_SCALAR))
+    if divides and dtype not in FLOATING:
+        return DEFAULT_FLOAT
+    if dtype in LOW_PRECISION and dimensioned:
+        return 'float32'  # torch keeps the number in float32 for half and bfloat16
+    return dtype

@@ -32,6 +32,21 @@ class Reverts:
         self.first_values: set[int] = set()
         self.watched: OrderedDict[int, Callable[[], None]] = OrderedDict()
 
+    def rebinding(self, client: Any, old: int, new: int, old_dropped: bool,
+                  kept: bool) -> bool:
+        """A tensor takes value `new` in place of `old` (Tensor._take): note what it goes
+        back to if `new` fails; return whether `old` is still to be released now. A value
+        of a parameter (`kept`), buffer or optimizer state made since the last flush (the
+        model made, or loaded, in the first step's message) is kept for that until the
+        message has run, so that each update goes back only if it failed."""
+        base = client.pending.base
+        if old_dropped and old >= base and (kept or old in self.first_values):
+            client.releases.append(old)
+            self.first_values.add(new)
+            old_dropped = False
+        self.rebound(old, new, old_dropped, base)
+        return old_dropped
+
     def rebound(self, old: int, new: int, old_dropped: bool, base: int) -> None:
         """A tensor took value `new` in place of `old`; `old_dropped`: nothing else holds
         `old`. Values made since the last flush (ids from `base` on) that nothing keeps
