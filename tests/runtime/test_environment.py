@@ -123,7 +123,10 @@ def test_auto_sharding_is_turned_off_by_any_off_word(cluster, monkeypatch, value
     with connected(cluster.address):
         big = gt.zeros(512, 1024)  # over GT_AUTO_SHARD_ELEMENTS: sharded were the rule on
         assert big.sum().item() == 0.0
-        assert placements_of(gt.debug.dump_ir(show=False), 'zeros') == ['R@w0'], value
+        # On the session's home worker alone, whichever it is: a session that has just
+        # said goodbye may still count on worker 0 when this one says hello.
+        placements = placements_of(gt.debug.dump_ir(show=False), 'zeros')
+        assert placements in (['R@w0'], ['R@w1']), (value, placements)
 
 
 @pytest.mark.parametrize('weight', [5e-324, 0.0, -1.0, 2e6])
