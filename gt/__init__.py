@@ -68,6 +68,7 @@ from gt.creation import (
     zeros_like,
 )
 from gt.data_loading import register_collate as _register_collate
+from gt.default_dtype import set_default_dtype, set_default_tensor_type
 from gt.fallback import namespace as _namespace
 from gt.func import vmap
 from gt.functional import (
@@ -229,7 +230,7 @@ __all__ = [
     'is_autocast_enabled', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
     'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
     'BoolTensor', 'distributions', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled',
-    'set_anomaly_enabled', 'compiler', 'vmap',
+    'set_anomaly_enabled', 'compiler', 'vmap', 'set_default_dtype', 'set_default_tensor_type',
 ]
 
 _torch_function = _namespace('torch', globals())

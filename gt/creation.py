@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from gt import data_loading
-from gt.ir.dtypes import DEFAULT_FLOAT, DTYPE_NAMES, TORCH_DTYPES, dtype_name, python_number
+from gt.ir.dtypes import DTYPE_NAMES, TORCH_DTYPES, default_float, dtype_name, python_number
 from gt.ir.ops.random_state import unpack
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, creation
@@ -50,8 +50,11 @@ def _placement_only(keywords: dict) -> None:
         raise TypeError(f'got an unexpected keyword argument {unknown[0]!r}')
 
 
-def _dtype(dtype: Any, default: str = DEFAULT_FLOAT) -> str:
-    return default if dtype is None else dtype_name(dtype)
+def _dtype(dtype: Any, default: str | None = None) -> str:
+    """The dtype asked for, else `default`, else the default floating dtype."""
+    if dtype is not None:
+        return dtype_name(dtype)
+    return default_float() if default is None else default
 
 
 def randn(*size, dtype=None, requires_grad=False, generator=None, **placement) -> Tensor:
@@ -115,8 +118,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, **placement
         raise ValueError(f'arange: upper bound {end} and lower bound {start} are inconsistent '
                          f'with step sign {step}')
     if dtype is None:
-        dtype = torch.float32 if any(isinstance(v, float) for v in (start, end, step)) \
-            else torch.int64
+        floats = any(isinstance(v, float) for v in (start, end, step))
+        dtype = torch.get_default_dtype() if floats else torch.int64
     bounds = start, end, step
     if _dtype(dtype) == 'int64':
         # torch counts an int64 range in int64: each bound truncated first, so

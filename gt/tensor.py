@@ -14,7 +14,7 @@ import torch
 from gt import autograd, autograd_entry, post_accumulate_hooks, signal, tensor_offsets, views
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType
-from gt.ir.dtypes import FLOATING, TORCH_DTYPES, number_operand_dtype, python_number
+from gt.ir.dtypes import FLOATING, TORCH_DTYPES, default_float, number_operand_dtype, python_number
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
@@ -38,12 +38,12 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
     _leaf_of = None  # a LeafStandIn's leaf
 
     def __init__(self, *data: Any, **placement: Any):
-        """torch's legacy constructor: `gt.Tensor([1, 2])` (data, as float32),
+        """torch's legacy constructor: `gt.Tensor([1, 2])` (data, in the default dtype),
         `gt.Tensor(2, 3)` (a shape) or `gt.Tensor()`. GT itself makes tensors with `wrap`."""
         self._id = None  # until the value exists: a failed construction releases nothing
         from gt.legacy_types import construct
 
-        source = construct('float32', data, placement)
+        source = construct(default_float(), data, placement)
         wrap(source._id, source._type, source._client, self)
         source._id = None  # the value is this tensor's alone
 
@@ -298,6 +298,14 @@ def _remember(key: tuple, types: tuple) -> None:
     if len(_inferred) >= INFERRED_KEPT:
         _inferred.clear()
     _inferred[key] = types
+
+
+def forget_inferred_types() -> None:
+    """The default dtype changed (gt.set_default_dtype): an integer's true quotient, a
+    float range or a Python float's tensor has a new type."""
+    _inferred.clear()
+    _last_binary.clear()
+    _literal_dtypes.clear()
 
 
 _new_object = object.__new__

@@ -4,8 +4,9 @@ The IR names dtypes by strings (`'float32'`) so graphs serialize without torch o
 the promotion table is read from torch once so that GT promotes exactly as torch does.
 """
 
+import contextlib
 import math
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -25,7 +26,6 @@ NUMPY_DTYPES = {name: np.dtype('uint16' if name == 'bfloat16' else name) for nam
 
 FLOATING = frozenset({'float16', 'bfloat16', 'float32', 'float64'})
 INTEGRAL = frozenset({'uint8', 'int8', 'int16', 'int32', 'int64'})
-DEFAULT_FLOAT = 'float32'
 DEFAULT_INT = 'int64'
 
 _PROMOTED = {
@@ -99,8 +99,31 @@ def scalar_dtype(value: object) -> str:
     if isinstance(value, int):
         return DEFAULT_INT
     if isinstance(value, float):
-        return DEFAULT_FLOAT
+        return default_float()
     raise TypeError(f'expected a Python number, got {type(value).__name__}')
+
+
+def default_float() -> str:
+    """The dtype a Python float, a float range or an integer's true quotient takes: torch's
+    process default, which gt.set_default_dtype sets in the client and which the
+    dispatcher and the workers set around one session's work (`default_float_as`)."""
+    return DTYPE_NAMES[torch.get_default_dtype()]
+
+
+@contextlib.contextmanager
+def default_float_as(name: str) -> Iterator[None]:
+    """Work out or run one session's work under its default dtype (a dispatcher and a
+    worker serve sessions of different defaults; each stays at float32 between them)."""
+    previous = torch.get_default_dtype()
+    wanted = TORCH_DTYPES[name]
+    if wanted is previous:
+        yield
+        return
+    torch.set_default_dtype(wanted)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
 
 
 TORCH_NAMES = {**{name: name for name in DTYPES}, 'float': 'float32', 'double': 'float64',
@@ -141,10 +164,10 @@ def number_operand_dtype(value: bool | int | float, dtype: str, dimensioned: boo
                          divides: bool) -> str:
     """The dtype a number operand of a `dtype` tensor becomes: torch's promotion
     (`divides`: true division, which computes in floating point)."""
-    dtype = result_type((dtype, DIMENSIONED if dimensioned else ZERO_DIM),
-                        (scalar_dtype(value), PYTHON_SCALAR))
-    if divides and dtype not in FLOATING:
-        return DEFAULT_FLOAT
-    if dtype in LOW_PRECISION and dimensioned:
+    result = result_type((dtype, DIMENSIONED if dimensioned else ZERO_DIM),
+                         (scalar_dtype(value), PYTHON_SCALAR))
+    if divides and result not in FLOATING:
+        return default_float()
+    if result in LOW_PRECISION and dimensioned and dtype in LOW_PRECISION:
         return 'float32'  # torch keeps the number in float32 for half and bfloat16
-    return dtype
+    return result

@@ -44,15 +44,6 @@ REFUSED = frozenset({
     'Tensor.storage_offset', 'Tensor.is_pinned', 'Tensor.is_shared', 'Tensor.get_device',
     'Tensor.module_load', 'Tensor.new', 'Tensor.type', 'Tensor.to_dense', 'Tensor.to_sparse',
 })
-# Refusals a ported script meets often enough to deserve their own advice.
-REFUSAL_ADVICE = {
-    'torch.set_default_dtype': 'the default floating dtype is float32 on every process of '
-    'a cluster; give dtype=gt.float64 where tensors are made (gt.tensor, gt.zeros, '
-    'gt.linspace, ...) and call .double() on modules',
-    'torch.set_default_tensor_type': 'the default floating dtype is float32 on every process '
-    'of a cluster; give dtype=gt.float64 where tensors are made and call .double() on '
-    'modules',
-}
 # Private torch functions GT runs all the same: the gamma family's samplers and their
 # implicit gradients, which torch.distributions calls (gt/distributions/worker_draws.py).
 PRIVATE_ALLOWED = frozenset({'torch._standard_gamma', 'torch._sample_dirichlet',
@@ -112,8 +103,6 @@ def resolve(name: str) -> Callable:
         raise ValueError(f'torch_call: {name!r} is not in a namespace GT runs '
                          f'({", ".join(NAMESPACES)})')
     dunder = attribute in ('__getitem__', '__setitem__') and namespace == 'Tensor'
-    if name in REFUSAL_ADVICE:
-        raise ValueError(f'torch_call: GT does not run {name}: {REFUSAL_ADVICE[name]}')
     if name in REFUSED or (attribute.startswith(REFUSED_PREFIXES) and not dunder
                            and name not in PRIVATE_ALLOWED):
         raise ValueError(f'torch_call: GT does not run {name} (it does I/O, loads code, '

@@ -243,15 +243,15 @@ class Optimizer:
 
 
 def _saved_number(value: Any) -> Tensor:
-    """A number of the state as torch saves it: a 0-d tensor (float32 for a Python number,
-    as torch keeps step counts)."""
+    """A number of the state as torch saves it: a 0-d tensor (of `scalar_dtype` for a
+    Python number, as torch keeps step counts)."""
     from gt.creation import tensor
 
     if isinstance(value, Tensor):
         return value
     if isinstance(value, torch.Tensor):
         return tensor(value)
-    return tensor(float(value), dtype=torch.float32)
+    return tensor(float(value), dtype=scalar_dtype())
 
 
 def _cast(value: Any, param: Tensor) -> Any:

@@ -16,6 +16,9 @@ class PipelineOptions:
     # Workers whose random generator of the session is in step with all its draws so far;
     # None before any draw (every worker's is then, all being seeded alike).
     generator_holders: tuple[int, ...] | None = None
+    # The session's default floating dtype (gt.set_default_dtype): types are worked out,
+    # and its worker programs run, under it.
+    default_dtype: str = 'float32'
 
     def scope_workers(self) -> dict[str, tuple[int, tuple[int, ...]]]:
         """Signal name -> (axis, live workers) for the configs that shard: a config that

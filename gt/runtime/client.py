@@ -20,6 +20,7 @@ import torch
 import zmq
 
 from gt import autograd, config, signal
+from gt.ir.dtypes import default_float
 from gt.ir.ops import torch_calls
 from gt.runtime import compile_settings, curve, diagnostics, environment, ownership, shared_memory
 from gt.runtime.dispatcher_waits import DispatcherWaits
@@ -150,7 +151,7 @@ class Client(DispatcherWaits):
         signal.warn_of_absent_workers([w['index'] for w in self.workers])
         try:
             send(self.socket, Configure(configs, AUTO_SHARD_ELEMENTS if auto_shard else None,
-                                       self.compile_wish))
+                                       self.compile_wish, default_float()))
         except (OverflowError, TypeError, ValueError) as error:  # a config made unchecked
             raise ValueError(f'the signal configs cannot be sent to the GT server ('
                              f'{type(error).__name__}: {error}): {configs}') from None
@@ -165,6 +166,11 @@ class Client(DispatcherWaits):
         if wish != self.compile_wish:
             self.compile_wish = wish
             self.config_version = None  # resend the session's settings with the next flush
+
+    def default_dtype_changed(self) -> None:
+        """gt.set_default_dtype: the dispatcher hears the new default before the next work
+        (the work before it was sent first)."""
+        self.config_version = None
 
     # ---- recording -----------------------------------------------------------------------
     def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,

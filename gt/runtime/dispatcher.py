@@ -235,7 +235,7 @@ class Dispatcher(WorkerLinks):
         session = self.sessions.get(identity)
         if session is not None:
             session.configure(message.configs, message.auto_shard_elements, message.compile,
-                              self.compile_default)
+                              self.compile_default, message.default_dtype)
 
     def submit(self, identity: bytes, message: Submit, frames: list) -> None:
         session = self.sessions.get(identity)
@@ -364,7 +364,8 @@ class Dispatcher(WorkerLinks):
             external_types.append(entry)
         options = PipelineOptions(tuple(w.index for w in self._live_workers()),
                                   session.home_worker, session.configs,
-                                  session.auto_shard_elements, session.generator_holders)
+                                  session.auto_shard_elements, session.generator_holders,
+                                  session.default_dtype)
         misses, started = self.planner.misses, time.perf_counter()
         plan = self.planner.plan(message.structure, external_types, options, session.compile)
         session.last_fragment = (message.structure, external_types, options)

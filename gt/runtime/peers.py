@@ -7,7 +7,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from gt.ir import Partial
-from gt.ir.dtypes import TORCH_DTYPES
+from gt.ir.dtypes import FLOATING, TORCH_DTYPES
 from gt.ir.placement import Placement, local_shape
 from gt.ir.type_rules import numel
 from gt.runtime.compile_settings import CompileSettings
@@ -84,6 +84,7 @@ class Session:
     auto_shard_elements: int | None = None
     generator_holders: tuple | None = None  # see gt.passes.keep_generators_in_step
     compile: CompileSettings = CompileSettings()
+    default_dtype: str = 'float32'  # what its fragments are worked out and run under
     # Accounting: ops and worker programs submitted, and worker-seconds spent, per worker.
     ops: int = 0
     programs: int = 0
@@ -156,10 +157,10 @@ class Session:
             self.lost_values[value_id] = words
 
     def configure(self, configs: object, auto_shard_elements: object, compile_wish: object,
-                  compile_default: list) -> None:
-        """Take the client's signal configs (gt.config.wire_form) and compile wish (the
-        server's default fills its gaps); malformed entries, which GT's own client never
-        sends, are skipped."""
+                  compile_default: list, default_dtype: object) -> None:
+        """Take the client's signal configs (gt.config.wire_form), compile wish (the
+        server's default fills its gaps) and default dtype; malformed entries, which GT's
+        own client never sends, are skipped."""
         kept, compiled = [], []
         for name, spec in (configs.items() if isinstance(configs, dict) else ()):
             try:
@@ -178,6 +179,8 @@ class Session:
                                     else None)
         self.compile = CompileSettings.resolve(compile_wish, compile_default,
                                                tuple(sorted(compiled)))
+        self.default_dtype = (default_dtype if isinstance(default_dtype, str)
+                              and default_dtype in FLOATING else 'float32')
 
 
 @dataclass

@@ -16,6 +16,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 from gt.ir import OPS, Graph, Partial, Replicate, Value
+from gt.ir.dtypes import default_float_as
 from gt.ir.placement import Placement
 from gt.passes import PipelineOptions, generator_holders_after, lower, run_pipeline
 from gt.runtime.compile_settings import CompileSettings
@@ -90,7 +91,9 @@ class Planner:
                     inputs.append(replica.position)
             programs.append(WorkerPlan(
                 worker,
-                encode_program(program.graph, keep, compile_settings.program_spec(program.graph)),
+                encode_program(program.graph, keep, _compile_spec(compile_settings, options,
+                                                                   program.graph),
+                               options.default_dtype),
                 inputs,
                 any(node.op == 'from_numpy' for node in program.graph.nodes),
                 len(program.graph.nodes),
@@ -106,15 +109,25 @@ class Planner:
                     dict(Counter(node.op for node in graph.nodes).most_common()))
 
 
+def _compile_spec(settings: CompileSettings, options: PipelineOptions, graph: Graph
+                  ) -> list | None:
+    """What to compile of a worker program: nothing under a default dtype other than
+    float32, since compiles run beside the worker's loop (a thread, a helper process)
+    and torch's default dtype, which such a program runs under, is the whole process's."""
+    return settings.program_spec(graph) if options.default_dtype == 'float32' else None
+
+
 def _planned(structure: bytes, external_types: list[tuple], options: PipelineOptions) -> tuple:
     """The decoded fragment, its graph after the pipeline, the moves worth remembering
-    (`find_replicas`) and each worker's lowered program, by worker."""
-    fragment = decode_structure(structure, external_types)
-    graph = run_pipeline(fragment.graph, options)
-    # Passes keep the graph's outputs in order, so they still line up with `kept`.
-    replicas = find_replicas(graph)
-    lowered = sorted(lower(graph.replace(
-        outputs=graph.outputs + tuple(r.moved for r in replicas)), options).items())
+    (`find_replicas`) and each worker's lowered program, by worker; types are worked out
+    under the session's default dtype."""
+    with default_float_as(options.default_dtype):
+        fragment = decode_structure(structure, external_types)
+        graph = run_pipeline(fragment.graph, options)
+        # Passes keep the graph's outputs in order, so they still line up with `kept`.
+        replicas = find_replicas(graph)
+        lowered = sorted(lower(graph.replace(
+            outputs=graph.outputs + tuple(r.moved for r in replicas)), options).items())
     return fragment, graph, replicas, lowered
 
 

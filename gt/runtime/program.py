@@ -11,6 +11,7 @@ from typing import Any
 import msgpack
 
 from gt.ir import OPS, Graph, Value
+from gt.ir.dtypes import default_float_as
 from gt.runtime import environment
 from gt.runtime.buffer_reuse import reusable_operands
 from gt.runtime.codegen import Step, generate
@@ -22,13 +23,13 @@ from gt.runtime.compiler import Compiler
 HOT_RUNS = environment.integer('GT_HOTPATH_THRESHOLD')
 
 
-def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: list | None = None
-                   ) -> bytes:
+def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: list | None = None,
+                   default_dtype: str = 'float32') -> bytes:
     """`keep` pairs values with the fragment-local indices they are stored under (two
     indices may share a value). Each instruction carries its node's location, so that
     an error can name the client op, and the operand whose memory its result may take
     (gt.runtime.buffer_reuse). `compile_spec` is None or `[when, backend, steps]` (see
-    gt.runtime.compiled_program)."""
+    gt.runtime.compiled_program); `default_dtype` is the session's, which it runs under."""
     slot: dict[int, int] = {id(value): index for index, value in enumerate(graph.inputs)}
     instructions = []
     reusable = reusable_operands(graph, [value for value, _ in keep])
@@ -38,7 +39,7 @@ def encode_program(graph: Graph, keep: list[tuple[Value, int]], compile_spec: li
         for value in node.outputs:
             slot[id(value)] = len(slot)
     kept = [(slot[id(value)], local) for value, local in keep]
-    return msgpack.packb((instructions, len(graph.inputs), kept, compile_spec),
+    return msgpack.packb((instructions, len(graph.inputs), kept, compile_spec, default_dtype),
                          use_bin_type=True)
 
 
@@ -59,8 +60,10 @@ class Program:
     """A decoded program, ready to run many times with different inputs."""
 
     def __init__(self, encoded: bytes, implementation: Any, compiler: Compiler | None = None):
-        instructions, self.n_inputs, keep, compile_spec = msgpack.unpackb(
+        instructions, self.n_inputs, keep, compile_spec, default_dtype = msgpack.unpackb(
             encoded, raw=False, strict_map_key=False)
+        # Run under the session's default dtype, when it is not the worker's own.
+        self.default_dtype = None if default_dtype == 'float32' else default_dtype
         self.keep = [tuple(pair) for pair in keep]
         self.runs = 0
         self.generated = None
@@ -98,7 +101,14 @@ class Program:
         return self.compiled is not None and self.compiled.may_compile()
 
     def run(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
-        """Return the kept values (in `keep` order) and the reports of ops that failed.
+        """Return the kept values (in `keep` order) and the reports of ops that failed."""
+        if self.default_dtype is None:
+            return self._run(inputs, context, base)
+        with default_float_as(self.default_dtype):
+            return self._run(inputs, context, base)
+
+    def _run(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
+        """`run`, under the process's default dtype.
 
         The first runs are interpreted; from the `HOT_RUNS`-th on, a generated function
         runs the program, or its compiled form once ready (when it is to be compiled).

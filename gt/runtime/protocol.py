@@ -43,13 +43,14 @@ class Submit(NamedTuple):
 
 
 class Configure(NamedTuple):
-    """The client's signal configs (gt.config.wire_form), auto-shard threshold (None: off)
-    and compile wish (gt.runtime.compile_settings.requested); sent before the first
-    Submit and whenever they change."""
+    """The client's signal configs (gt.config.wire_form), auto-shard threshold (None: off),
+    compile wish (gt.runtime.compile_settings.requested) and default floating dtype
+    (gt.default_dtype); sent before the first Submit and whenever they change."""
 
     configs: dict
     auto_shard_elements: int | None
     compile: list
+    default_dtype: str
 
 
 class Ping(NamedTuple):

@@ -180,6 +180,7 @@ class Scheduler:
         return (EXPRESS_SECONDS > 0 and handle.alive and handle.express is not None
                 and handle.express_session is None
                 and session.number not in handle.main_sessions
+                and session.default_dtype == 'float32'  # see Worker.default_dtype_lock
                 and _light(session, time.monotonic()))
 
     def _long_on_main(self, worker: int) -> bool:

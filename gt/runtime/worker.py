@@ -91,6 +91,9 @@ class Worker:
         self.programs_run = 0
         self.activity = Activity()
         self.activity_lock = threading.Lock()  # the loop adds, the heartbeat thread takes
+        # torch's default dtype is the process's: a program of a session that set another
+        # (which the dispatcher never sends express) runs with the express lane held off.
+        self.default_dtype_lock = threading.Lock()
         self.report_programs = False
         self.handlers = {
             RunProgram: self.run_program,
@@ -309,13 +312,18 @@ class Worker:
                 started, message.session, message.program_id, len(program.steps),
                 kinds_of(program.op_counts), lane is not self.main]}))
         self.warnings.run_for(message.session)
+        alone = program.default_dtype is not None or lane is not self.main
         try:
+            if alone:
+                self.default_dtype_lock.acquire()
             if checks:
                 kept, errors = self.threads.check(
                     program, lambda: program.run(inputs, context, message.base))
             else:
                 kept, errors = program.run(inputs, context, message.base)
         finally:
+            if alone:
+                self.default_dtype_lock.release()
             self.warnings.run_for(None)
         seconds = time.perf_counter() - start
         if timed:

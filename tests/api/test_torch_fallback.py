@@ -171,8 +171,6 @@ def test_draws_from_a_torch_generator_are_torchs_and_advance_it():
 
 @pytest.mark.parametrize('call, error, message', [
     (lambda x: gt.from_file('x'), AttributeError, 'gt.from_file: GT does not run torch.from_file'),
-    (lambda x: gt.set_default_dtype(gt.float64), AttributeError, 'give dtype=gt.float64'),
-    (lambda x: gt.set_default_tensor_type(gt.DoubleTensor), AttributeError, 'dtype=gt.float64'),
     (lambda x: gt.set_flush_denormal(True), AttributeError, 'process-wide settings'),
     (lambda x: gt.no_such_function(x), AttributeError, 'no_such_function'),
     (lambda x: x.no_such_method(), AttributeError, 'no_such_method'),

@@ -15,7 +15,8 @@ def program(instructions: list, n_inputs: int, keep: list) -> Program:
     """A program from `(op, in_slots, attrs, n_outputs, location)`s, none marked to reuse
     an operand's memory."""
     instructions = [(*instruction, None) for instruction in instructions]
-    return Program(msgpack.packb((instructions, n_inputs, keep, None)), ENGINE.implementation)
+    return Program(msgpack.packb((instructions, n_inputs, keep, None, 'float32')),
+                   ENGINE.implementation)
 
 
 def test_generated_code_matches_the_interpreter_with_attrs_sources_and_multiple_outputs():

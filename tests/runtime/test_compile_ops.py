@@ -117,7 +117,7 @@ def encode(op: str, samples: list[tuple[list, dict]], spec: list | None) -> byte
         instructions.append((then, [slot], {}, 1, location, None))
         slot += len(outputs) + 1
     keep = [(s, s - n_inputs) for s in range(n_inputs, slot)]
-    return msgpack.packb((instructions, n_inputs, keep, spec), use_bin_type=True)
+    return msgpack.packb((instructions, n_inputs, keep, spec, 'float32'), use_bin_type=True)
 
 
 def run(program: Program, inputs: list) -> list:

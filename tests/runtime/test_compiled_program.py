@@ -40,7 +40,7 @@ def compiler():
 
 
 def program(spec: list | None, compiler: Compiler | None) -> Program:
-    encoded = msgpack.packb(([(*i, None) for i in INSTRUCTIONS], 2, KEEP, spec))
+    encoded = msgpack.packb(([(*i, None) for i in INSTRUCTIONS], 2, KEEP, spec, 'float32'))
     return Program(encoded, ENGINE.implementation, compiler)
 
 
@@ -119,7 +119,7 @@ def test_only_steps_marked_by_a_compile_signal_join_regions(compiler):
 
 def test_an_op_failing_in_a_compiled_region_is_reported_for_that_op(compiler):
     instructions = [('floor_divide', [0, 1], {}, 1, 7, None), ('neg', [2], {}, 1, 8, None)]
-    encoded = msgpack.packb((instructions, 2, [(3, 1)], ['always', 'eager', None]))
+    encoded = msgpack.packb((instructions, 2, [(3, 1)], ['always', 'eager', None], 'float32'))
     p = Program(encoded, ENGINE.implementation, compiler)
     ones, zeros = torch.ones(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64)
     context = ENGINE.new_context(0)
@@ -154,9 +154,10 @@ def test_tensors_made_from_attrs_join_regions_on_the_workers_device(compiler, ba
     """A gradient's `where(keep, g, zeros)` compiles whole: the zeros is made in the
     region (where the compiler folds it), not allocated before each call."""
     encoded = msgpack.packb(([(*i, None) for i in MADE], 2, [(12, 10), (7, 5)],
-                             ['always', backend, None]))
+                             ['always', backend, None], 'float32'))
     p = Program(encoded, ENGINE.implementation, compiler)
-    plain = Program(msgpack.packb(([(*i, None) for i in MADE], 2, [(12, 10), (7, 5)], None)),
+    plain = Program(msgpack.packb(([(*i, None) for i in MADE], 2, [(12, 10), (7, 5)], None,
+                                   'float32')),
                     ENGINE.implementation)
     (region,) = [item for item in p.compiled.order if isinstance(item, Region)]
     ops = [p.steps[i].op for i in region.steps]

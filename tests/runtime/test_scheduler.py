@@ -38,6 +38,7 @@ class FakeSession:
     longest_recent: float | None = None
     longest_at: float = field(default_factory=time.monotonic)
     main_sent: deque = field(default_factory=deque)
+    default_dtype: str = 'float32'
 
 
 def make(workers: int = 2):

@@ -88,7 +88,7 @@ def test_nonsense_configs_on_the_wire_are_skipped(four):
     with connected(four.address) as client:
         for configs in ({'a': 5}, {'b': [-1, None]}, {'c': [True, [0]]}, {'d': [0, 7]},
                         [1, 2], {'rows': [0, [3, 1, 99, -4]]}):
-            send(client.socket, Configure(configs, 'many', 'always'))
+            send(client.socket, Configure(configs, 'many', 'always', ['float64']))
         client.config_version = gt.config.version()  # keep the crafted ones in place
         gt.manual_seed(0)  # the same draws whichever session number this one gets
         with gt.signal.context('rows'), gt.signal.context('b'):

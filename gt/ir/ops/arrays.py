@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from gt.ir.dtypes import DIMENSIONED, FLOATING, ZERO_DIM, result_type
+from gt.ir.dtypes import DIMENSIONED, FLOATING, ZERO_DIM, default_float, result_type
 
 
 def common(*arrays: np.ndarray) -> np.dtype:
@@ -23,8 +23,8 @@ def promoted(*arrays: np.ndarray) -> list[np.ndarray]:
 
 
 def floating(x: np.ndarray) -> np.ndarray:
-    """Integer and bool arrays as float32, as torch's floating-only ops see them."""
-    return x if x.dtype.name in FLOATING else x.astype(np.float32)
+    """Integer and bool arrays in the default dtype, as torch's floating-only ops see them."""
+    return x if x.dtype.name in FLOATING else x.astype(default_float())
 
 
 def wide(x: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ broadcasting and type promotion (comparisons compare in the promoted dtype)."""
 import numpy as np
 import torch
 
-from gt.ir.dtypes import DEFAULT_FLOAT, FLOATING
+from gt.ir.dtypes import FLOATING, default_float
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops import arrays
@@ -45,7 +45,7 @@ def _bitwise(name: str):
 
 def _true_division(types):
     (out,) = _binary('div')(types)
-    return (TensorType(out.shape, out.dtype if out.dtype in FLOATING else DEFAULT_FLOAT),)
+    return (TensorType(out.shape, out.dtype if out.dtype in FLOATING else default_float()),)
 
 
 def _where_type(types):

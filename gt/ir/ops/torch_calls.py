@@ -82,7 +82,8 @@ def call(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
 
 def signature(fn: str, types: tuple, args: list, kwargs: dict, factory: bool = False
               ) -> Signature:
-    key = (fn, types, frozen(args), frozen(kwargs), factory)
+    # A factory's or an integer input's result takes the default dtype (`torch.linspace`).
+    key = (fn, types, frozen(args), frozen(kwargs), factory, torch.get_default_dtype())
     found = _signatures.get(key)
     if found is None:
         with warnings.catch_warnings(record=True) as caught:

@@ -1,7 +1,7 @@
 """Unary elementwise ops: arithmetic, activations, `clamp` and `cast`.
 
-Transcendental ops compute in floating point, so integer and bool inputs give float32,
-as in torch; `clamp` promotes with its Python-number bounds as torch does.
+Transcendental ops compute in floating point, so integer and bool inputs give the default
+floating dtype, as in torch; `clamp` promotes with its Python-number bounds as torch does.
 """
 
 import math
@@ -10,12 +10,12 @@ import numpy as np
 import torch
 
 from gt.ir.dtypes import (
-    DEFAULT_FLOAT,
     DIMENSIONED,
     FLOATING,
     NUMPY_DTYPES,
     PYTHON_SCALAR,
     TORCH_DTYPES,
+    default_float,
     representable,
     result_type,
     scalar_dtype,
@@ -45,7 +45,7 @@ def same_dtype_type(name: str):
 
 def floating_type(types):
     (x,) = types
-    return (TensorType(x.shape, x.dtype if x.dtype in FLOATING else DEFAULT_FLOAT),)
+    return (TensorType(x.shape, x.dtype if x.dtype in FLOATING else default_float()),)
 
 
 def _gelu_type(types, approximate):

@@ -3,7 +3,7 @@
 They are rows rather than fallback calls because models use them in their hot loops
 (positional encodings, schedules, quantization): rows keep pointwise sharding, compile
 like the other pure rows, and differentiate twice. Transcendental ops compute in
-floating point (integers give float32, as in torch); rounding keeps the dtype and, like
+floating point (integers give the default dtype, as in torch); rounding keeps the dtype and, like
 torch, refuses bool.
 """
 
