@@ -51,6 +51,26 @@ def byte_masks_as_bool(key: Any) -> Any:
     return masks if isinstance(key, tuple) else masks[0]
 
 
+def byte_masks_written(key: Any, value: Any) -> Any:
+    """`x[key] = value` with a uint8 mask: torch fills through a lone index tensor with a
+    one-element value by `masked_fill_`, which refuses a uint8 mask (its meta kernel, which
+    GT types the write with, does not), so that is refused here, at the call, as torch
+    refuses it; other writes take it as a bool mask, as reads do."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(getattr(item, 'dtype', None) == torch.uint8 for item in items):
+        return key
+    indices = [item for item in items if not (
+        item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)))]
+    one_element = (isinstance(value, (bool, int, float, np.generic))
+                   or (hasattr(value, 'numel') and value.numel() == 1))
+    if len(indices) == 1 and one_element:
+        from gt.ir.invalid_op import InvalidOpError
+
+        raise InvalidOpError('masked_fill_ only supports boolean masks, but got mask with '
+                             'dtype unsigned char')
+    return byte_masks_as_bool(key)
+
+
 def without_ranges(key: Any) -> Any:
     """`x[range(n), y]`: torch indexes with a range as with the list it holds."""
     if isinstance(key, range):

@@ -15,6 +15,7 @@ from gt import views
 from gt.indexing import (
     TensorSlice,
     byte_masks_as_bool,
+    byte_masks_written,
     is_advanced,
     normalize_index,
     tensor_ints,
@@ -229,7 +230,7 @@ class ShapeMethods:
         return basic, picks
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        basic, picks = self._index_key(key)
+        basic, picks = self._index_key(byte_masks_written(key, value))
         if picks:  # a write into the view those ints select
             self[key].copy_(value)
             return

@@ -3,6 +3,7 @@
 as torch's results have them, and a script that uses them never imports torch._dynamo."""
 
 import itertools
+import warnings
 
 import pytest
 import torch
@@ -121,3 +122,38 @@ def test_a_byte_mask_selects_as_torchs_with_its_warning():
     with pytest.warns(UserWarning, match='indexing with dtype torch.uint8'):
         want_selected = want[mask]
     assert_same(selected, want_selected)
+
+
+def byte_mask_writes(module):
+    """(name, key, value) writes through a uint8 mask, made alike by `module`."""
+    mask = module.tensor([1, 0], dtype=module.uint8)
+    return [('lone mask, number', mask, 5.0), ('mask and a slice', (mask, slice(None)), 5),
+            ('None and the mask', (None, mask), 1.0), ('0-d value', mask, module.tensor(7.0)),
+            ('one-element value', mask, module.tensor([7.0])),
+            ('two masks', (mask, mask), 5.0), ('mask and longs', (mask, module.tensor([0])), 5.0),
+            ('rows', mask, module.tensor([3.0, 4.0]))]
+
+
+@pytest.mark.parametrize('index', range(len(byte_mask_writes(torch))),
+                         ids=[name for name, _, _ in byte_mask_writes(torch)])
+def test_a_write_through_a_byte_mask_is_torchs_at_the_call(index):
+    """torch fills through a lone uint8 mask with masked_fill_, which refuses it at the
+    call (GT's meta kernel did not: the write failed on the worker, at the next fetch);
+    the other writes take it as a bool mask, with the deprecation warning."""
+    _, want_key, want_value = byte_mask_writes(torch)[index]
+    _, key, value = byte_mask_writes(gt)[index]
+    got, want = pair(array((2, 2)))
+    try:
+        with warnings.catch_warnings(record=True) as theirs:
+            warnings.simplefilter('always')
+            want[want_key] = want_value
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError, match='only supports boolean masks') as caught:
+            got[key] = value
+        assert str(caught.value) == str(error)
+    else:
+        assert 'indexing with dtype torch.uint8' in str(theirs[0].message)
+        with pytest.warns(UserWarning, match='indexing with dtype torch.uint8') as caught:
+            got[key] = value
+        assert caught[0].filename == __file__
+    assert_same(got, want)
