@@ -11,12 +11,15 @@ called with at most one tensor that requires grad, which is what layers are; mor
 naming the limit.
 """
 
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable
 
 from torch.utils.hooks import RemovableHandle
 
 from gt import autograd
+from gt.creation import zeros_like
+from gt.runtime.locations import user_call
 from gt.tensor import Tensor
 
 # torch's registries, each an OrderedDict on every Module (scripts read and clear them).
@@ -24,6 +27,10 @@ REGISTRIES = ('_forward_pre_hooks', '_forward_pre_hooks_with_kwargs', '_forward_
               '_forward_hooks_with_kwargs', '_forward_hooks_always_called', '_backward_hooks',
               '_backward_pre_hooks', '_state_dict_pre_hooks', '_state_dict_hooks',
               '_load_state_dict_pre_hooks', '_load_state_dict_post_hooks')
+NO_INPUT_GRADIENTS = ('Full backward hook is firing when gradients are computed with respect '
+                      'to module outputs since no inputs require gradients. See '
+                      'https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html'
+                      '#torch.nn.Module.register_full_backward_hook for more details.')
 
 
 def add_hook(module: Any, registry: str, hook: Any, prepend: bool = False,
@@ -141,9 +148,9 @@ class _BackwardWatch:
             raise NotImplementedError(
                 f'{type(module).__name__}: GT calls full backward hooks for a module called '
                 f'with at most one tensor that requires grad; this call has {len(wanting)}')
-        self.tensor_inputs = sum(isinstance(a, Tensor) for a in args)
+        self.args = args
         self.inputs = tuple(a * 1 if i in wanting else a for i, a in enumerate(args))
-        self.wanting = bool(wanting)
+        self.wanting = wanting[0] if wanting else None  # its position among the arguments
         if wanting:
             self.inputs[wanting[0]].register_hook(self._input_arrived)
         self.grad_outputs: list = []
@@ -161,18 +168,28 @@ class _BackwardWatch:
         def caught(grad: Tensor) -> None:
             self.grad_outputs[index] = grad
             self.waiting -= 1
-            if self.waiting == 0 and not self.wanting:  # no input gradient will come
-                self._call((None,) * self.tensor_inputs)
+            if self.waiting == 0 and self.wanting is None:  # no input gradient will come
+                warnings.warn(NO_INPUT_GRADIENTS, UserWarning, stacklevel=user_call()[0])
+                self._call((None,) * len(self.args))
         return caught
 
     def _input_arrived(self, grad: Tensor) -> Tensor | None:
-        replaced = self._call((grad,))
-        return None if replaced is None else replaced[0]
+        """grad_input has an entry per argument, as torch's: zeros for another tensor,
+        which does not require grad, and None for what is not a tensor."""
+        replaced = self._call(tuple(
+            grad if i == self.wanting else zeros_like(a) if isinstance(a, Tensor) else None
+            for i, a in enumerate(self.args)))
+        return None if replaced is None else replaced[self.wanting]
 
     def _call(self, grad_input: tuple) -> tuple | None:
         result = None
         for hook in list(self.module._backward_hooks.values()):
             replaced = hook(self.module, grad_input, tuple(self.grad_outputs))
             if replaced is not None:
-                grad_input = result = tuple(replaced)
+                replaced = tuple(replaced)
+                if len(replaced) != len(grad_input):
+                    raise RuntimeError(f'Backward hook returned an invalid number of '
+                                       f'grad_input, got {len(replaced)}, but expected '
+                                       f'{len(grad_input)}')
+                grad_input = result = replaced
         return result

@@ -131,3 +131,37 @@ def test_a_hook_on_the_modules_output_runs_before_the_modules_backward_hooks(kin
         (y * lib.tensor([[0.0, 1.0]])).sum().backward()
         results.append((x.grad.tolist(), seen))
     assert results[0] == results[1]
+
+
+def hooked_arguments(lib):
+    """grad_input as torch gives it: an entry per argument, zeros for a tensor that needs
+    no grad, None for a number; a replacement of that length changes the gradient."""
+    class Scaled(lib.nn.Module):
+        def forward(self, a, n, b):
+            return a * b * n + a
+
+    seen = []
+    module = Scaled()
+    module.register_full_backward_hook(lambda m, gi, go: seen.append(
+        [None if g is None else g.tolist() for g in gi]))
+    module.register_full_backward_hook(lambda m, gi, go: (None, None, gi[2] * 10))
+    b = lib.tensor([3.0, 4.0], requires_grad=True)
+    module(lib.tensor([1.0, 2.0]), 2, b).sum().backward()
+    module.register_full_backward_hook(lambda m, gi, go: (gi[2],))
+    with pytest.raises(RuntimeError) as error:
+        module(lib.tensor([1.0, 2.0]), 2, b).sum().backward()
+    return seen, b.grad.tolist(), str(error.value)
+
+
+def test_grad_input_has_an_entry_per_argument_as_torchs():
+    assert hooked_arguments(gt) == hooked_arguments(torch)
+
+
+def test_a_backward_hook_without_input_gradients_warns_as_torchs():
+    layer = gt.nn.Linear(2, 2)
+    seen = []
+    layer.register_full_backward_hook(lambda m, gi, go: seen.append(gi))
+    with pytest.warns(UserWarning, match='no inputs require gradients') as caught:
+        layer(gt.ones(2)).sum().backward()
+    assert caught[0].filename == __file__
+    assert seen == [(None,)]
