@@ -177,3 +177,22 @@ def test_packing_errors_as_in_torch():
             pack_padded_sequence(padded, lengths, enforce_sorted=enforce_sorted)
     with pytest.raises(ValueError, match='Expected total_length to be at least'):
         pad_packed_sequence(pack_padded_sequence(padded, [3, 2, 1]), total_length=2)
+
+
+def test_a_packed_sequence_converts_as_torchs():
+    """Ported code moves and casts packed batches (`packed.cuda()`, `.double()`)."""
+    values = torch.arange(12.0).reshape(3, 2, 2)
+    conversions = [lambda p: p.cuda(), lambda p: p.cpu(), lambda p: p.pin_memory(),
+                   lambda p: p.double(), lambda p: p.half(), lambda p: p.long(),
+                   lambda p: p.int(), lambda p: p.short(), lambda p: p.char(),
+                   lambda p: p.byte(), lambda p: p.float()]
+    ours = gt.nn.utils.rnn.pack_padded_sequence(gt.tensor(values), [3, 2])
+    theirs = torch.nn.utils.rnn.pack_padded_sequence(values, [3, 2])
+    for convert in conversions[3:]:
+        got, want = convert(ours), convert(theirs)
+        assert type(got) is type(ours)
+        assert got.data.dtype == want.data.dtype and torch.equal(got.data.data, want.data)
+        assert torch.equal(got.batch_sizes, want.batch_sizes)
+    for convert in conversions[:3]:
+        assert convert(ours) is ours or convert(ours) == ours
+    assert ours.is_cuda is False and ours.is_pinned() is False

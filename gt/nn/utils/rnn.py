@@ -74,6 +74,24 @@ class PackedSequence(NamedTuple):
         """The data converted as `Tensor.to` converts it; the rest as it is."""
         return self._replace(data=self.data.to(*args, **kwargs))
 
+    # torch's conversions of the data; GT places tensors itself, so the moves keep it.
+    def cuda(self, *args: Any, **kwargs: Any) -> 'PackedSequence': return self
+    def cpu(self, *args: Any, **kwargs: Any) -> 'PackedSequence': return self
+    def pin_memory(self) -> 'PackedSequence': return self
+    def is_pinned(self) -> bool: return self.data.is_pinned()
+    def double(self) -> 'PackedSequence': return self.to(torch.float64)
+    def float(self) -> 'PackedSequence': return self.to(torch.float32)
+    def half(self) -> 'PackedSequence': return self.to(torch.float16)
+    def long(self) -> 'PackedSequence': return self.to(torch.int64)
+    def int(self) -> 'PackedSequence': return self.to(torch.int32)
+    def short(self) -> 'PackedSequence': return self.to(torch.int16)
+    def char(self) -> 'PackedSequence': return self.to(torch.int8)
+    def byte(self) -> 'PackedSequence': return self.to(torch.uint8)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
+
 
 def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
