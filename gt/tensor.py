@@ -13,8 +13,8 @@ import torch
 
 from gt import autograd, autograd_entry, post_accumulate_hooks, signal, tensor_offsets, views
 from gt.autograd import grad_mode
-from gt.ir import OPS, TensorType
-from gt.ir.dtypes import FLOATING, TORCH_DTYPES, default_float, number_operand_dtype, python_number
+from gt.ir import OPS, TensorType, dtypes
+from gt.ir.dtypes import FLOATING, TORCH_DTYPES, number_operand_dtype, python_number
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
 from gt.runtime import client as connection
@@ -43,7 +43,7 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         self._id = None  # until the value exists: a failed construction releases nothing
         from gt.legacy_types import construct
 
-        source = construct(default_float(), data, placement)
+        source = construct(dtypes.default_float(), data, placement)
         wrap(source._id, source._type, source._client, self)
         source._id = None  # the value is this tensor's alone
 
@@ -453,6 +453,9 @@ def binary(op: str, left: Any, right: Any) -> Tensor:
         if (op == 'pow' and tensor is left and isinstance(number, int) and number < 0
                 and tensor._type.dtype not in FLOATING):
             raise RuntimeError('integers to negative integer powers are not allowed')
+        if type(number) is int:
+            number = dtypes.operand_int(op, number, tensor._type.dtype)
+            left, right = (tensor, number) if tensor is left else (number, tensor)
         offset = ((op == 'add' or (op == 'sub' and tensor is left))
                   and tensor_offsets.counts(tensor, number))
         left, right = as_tensor(left, tensor, op), as_tensor(right, tensor, op)

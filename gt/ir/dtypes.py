@@ -85,6 +85,26 @@ def representable(value: float, dtype: str) -> bool:
     return lowest <= value <= info.max
 
 
+# Ops whose integer number operand torch wraps into an integer tensor's dtype.
+WRAPPED_OPERANDS = frozenset({'add', 'sub', 'mul', 'floor_divide', 'remainder', 'bitwise_and',
+                              'bitwise_or', 'bitwise_xor', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'})
+
+
+def operand_int(op: str, value: int, dtype: str) -> int:
+    """The integer operand of arithmetic or a comparison on a `dtype` tensor, as torch
+    converts it: wrapped into an integer dtype (`int8_tensor + 200` adds -56), as a C
+    cast would, where filling a tensor with it raises. A number past int64 raises as
+    torch's conversion does."""
+    if op not in WRAPPED_OPERANDS or dtype not in INTEGRAL or representable(value, dtype):
+        return value
+    if not -(1 << 63) <= value < (1 << 64):
+        raise OverflowError('int too big to convert')
+    bits = torch.iinfo(TORCH_DTYPES[dtype]).bits
+    value &= (1 << bits) - 1
+    signed = dtype != 'uint8'
+    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value
+
+
 def python_number(value: Any) -> Any:
     """A NumPy scalar (`np.float32(0.99)`, `np.int64(3)`) as the Python number it holds,
     which is how torch takes one where it takes a number; anything else as it is."""

@@ -439,3 +439,45 @@ def test_fill_with_a_tensor_takes_its_value_and_gradient_as_torch():
             row.expand(2, 3).fill_(lib.tensor(3.0))
     assert gt.full((2,), gt.tensor(2)).dtype == torch.full((2,), torch.tensor(2)).dtype
     assert gt.full((2,), torch.tensor(2.5)).tolist() == [2.5, 2.5]
+
+
+WRAPPING = [
+    (lambda x: x + 200, torch.int8), (lambda x: 200 - x, torch.int8),
+    (lambda x: x * 1000, torch.int8), (lambda x: x == 200, torch.int8),
+    (lambda x: x < 200, torch.int8), (lambda x: x // 200, torch.int8),
+    (lambda x: x % 200, torch.int8), (lambda x: x & 300, torch.int8),
+    (lambda x: x ^ 300, torch.int8), (lambda x: x != 300, torch.int8),
+    (lambda x: x - 300, torch.uint8), (lambda x: 300 - x, torch.uint8),
+    (lambda x: x + 2**40, torch.int32), (lambda x: x.clone().add_(200), torch.int8),
+    (lambda x: x.clone().mul_(-1000), torch.int16),
+]
+
+
+@pytest.mark.parametrize('index', range(len(WRAPPING)))
+def test_an_integer_operand_past_the_dtype_wraps_as_torchs(index):
+    """torch converts a number operand of integer arithmetic and comparisons as a C cast
+    would: `int8_tensor + 200` adds -56. GT refused it."""
+    operation, dtype = WRAPPING[index]
+    got, want = pair(np.array([1, 2, 250 if dtype == torch.uint8 else -3],
+                              dtype=np.dtype(str(dtype).removeprefix('torch.'))))
+    assert_same(operation(got), operation(want))
+
+
+@pytest.mark.parametrize('operation', [
+    lambda m, x: x ** 200, lambda m, x: m.where(x > 1, x, 200),
+    lambda m, x: x.masked_fill(x > 1, 200), lambda m, x: x.clone().fill_(200),
+    lambda m, x: m.full((2,), 200, dtype=m.int8), lambda m, x: x.clamp(max=200),
+    lambda m, x: x.clone().__setitem__(0, 200)])
+def test_where_torch_refuses_an_integer_past_the_dtype_gt_refuses_at_the_call(operation):
+    got, want = pair(np.array([1, 2], dtype=np.int8))
+    with pytest.raises(RuntimeError, match='cannot be converted to'):
+        operation(torch, want)
+    with pytest.raises(RuntimeError, match='cannot be converted to'):
+        operation(gt, got)
+
+
+def test_an_integer_past_int64_raises_as_torchs():
+    with pytest.raises(OverflowError, match='int too big to convert'):
+        torch.tensor([1]) + 2**70
+    with pytest.raises(OverflowError, match='int too big to convert'):
+        gt.tensor([1]) + 2**70

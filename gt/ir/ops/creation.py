@@ -9,6 +9,7 @@ import torch
 
 from gt.ir.dtypes import FLOATING, NUMPY_DTYPES, TORCH_DTYPES, representable
 from gt.ir.graph import TensorType
+from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import check_dtype, check_shape, require_floating
 
@@ -30,7 +31,8 @@ def _random_type(name: str):
 def check_literal(op: str, value: float, dtype: str) -> None:
     """A number must fit the dtype it becomes, as torch insists."""
     if not representable(value, dtype):
-        raise ValueError(f'{op}: value {value!r} cannot be converted to {dtype} without overflow')
+        raise InvalidOpError(f'{op}: value {value!r} cannot be converted to {dtype} without '
+                             'overflow')
 
 
 def _full_type(types: tuple, shape: list[int], dtype: str, value: float):
