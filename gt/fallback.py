@@ -40,8 +40,10 @@ def call(name: str, args: tuple, kwargs: dict) -> Any:
     """`recorded_call`, whose result aliases its first argument where torch's would
     (`x.diagonal()`, `x.narrow(...)`, `x.unbind()`: gt/views.py)."""
     result = recorded_call(name, args, kwargs)
-    function = name.rpartition('.')[2]
-    if function in views.SCATTERS and args and isinstance(args[0], Tensor):
+    namespace, _, function = name.rpartition('.')
+    # torch's and Tensor's view functions, and linalg's diagonal (not `F.unfold`, im2col).
+    if (function in views.SCATTERS and args and isinstance(args[0], Tensor)
+            and (namespace in ('torch', 'Tensor') or name == 'torch.linalg.diagonal')):
         outputs = result if isinstance(result, tuple) else (result,)
         for output, value in enumerate(outputs):
             step = views.call_step(name, args[1:], kwargs,

@@ -53,8 +53,7 @@ class ShapeMethods:
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
-            # its bits read as another dtype, torch's call by name (a copy: writes to it
-            # do not reach this tensor)
+            # its bits read as another dtype, torch's call by name (a view: gt/views.py)
             from gt import fallback
             return fallback.call('Tensor.view', (self, shape[0]), {})
         result = core.apply('reshape', [self], shape=_sizes(shape))

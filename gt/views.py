@@ -48,11 +48,12 @@ class View:
     """What a view aliases: its base (weakly), the base's shape, the steps from it, and
     the tape node of the first step (whose input is the base), if it has one."""
 
-    __slots__ = ('base', 'base_shape', 'steps', 'node', '_layout')
+    __slots__ = ('base', 'base_shape', 'base_dtype', 'steps', 'node', '_layout')
 
     def __init__(self, base: Any, steps: tuple, node: Any) -> None:
         self.base = weakref.ref(base)
         self.base_shape = base._type.shape
+        self.base_dtype = base.dtype  # a view of its bits as another dtype may change sizes
         self.steps = steps
         self.node = node
         self._layout: torch.Tensor | None = None
@@ -62,7 +63,7 @@ class View:
         would have them (worked out when first asked: only stride(), is_contiguous(),
         and reshaping a view need it)."""
         if self._layout is None:
-            meta = torch.empty(self.base_shape, device='meta')
+            meta = torch.empty(self.base_shape, dtype=self.base_dtype, device='meta')
             for step in self.steps:
                 meta = step.layout(meta)
             self._layout = meta
@@ -353,6 +354,8 @@ def call_step(name: str, args: tuple, kwargs: dict, output: int | None) -> Step 
     bound = _bind(function, args, kwargs)
     if bound is None:
         return None
+    if name == 'torch.linalg.diagonal':  # the last two dims unless told otherwise
+        bound = {'dim1': -2, 'dim2': -1, **bound}
 
     def take(parent: Any) -> Any:
         result = recorded_call(name, (parent, *args), dict(kwargs))
@@ -361,7 +364,10 @@ def call_step(name: str, args: tuple, kwargs: dict, output: int | None) -> Step 
     def layout(meta: torch.Tensor) -> torch.Tensor:
         result = getattr(meta, function)(*args, **kwargs)
         return result if output is None else result[output]
-    return Step(take, lambda parent, view: scatter(parent, view, output, **bound), layout)
+    # Overlapping windows share elements, as an expanded view does: writes are refused.
+    overlaps = function == 'unfold' and bound['step'] < bound['size']
+    return Step(take, lambda parent, view: scatter(parent, view, output, **bound), layout,
+                expands=overlaps)
 
 
 def _bind(function: str, args: tuple, kwargs: dict) -> dict | None:
@@ -381,6 +387,27 @@ def _call(name: str, *args: Any) -> Any:
     return recorded_call(f'torch.{name}', args, {})
 
 
+def _method(name: str, tensor: Any, *args: Any) -> Any:
+    """Tensor method `name` by name, recorded as a plain call (not a view)."""
+    from gt.fallback import recorded_call
+
+    return recorded_call(f'Tensor.{name}', (tensor, *args), {})
+
+
+def _unfolded_put(parent: Any, view: Any, dimension: int, size: int, step: int) -> Any:
+    """`parent` with the windows `parent.unfold(dimension, size, step)` took (which do not
+    overlap) replaced by `view`'s."""
+    if parent.ndim == 0:
+        return _apply('reshape', view, shape=[])
+    dim = dimension % parent.ndim
+    windows = view.shape[dim]
+    positions = (torch.arange(windows)[:, None] * step + torch.arange(size)).flatten()
+    rows = _call('movedim', view, -1, dim + 1)
+    shape = list(rows.shape)
+    rows = _apply('reshape', rows, shape=shape[:dim] + [windows * size] + shape[dim + 2:])
+    return _call('index_copy', parent, dim, positions, rows)
+
+
 def _apply(op: str, view: Any, **attrs: Any) -> Any:
     from gt.tensor import apply
 
@@ -397,6 +424,8 @@ SIGNATURES = {
     'swapaxes': ('axis0', 'axis1'),
     'swapdims': ('dim0', 'dim1'),
     'unflatten': ('dim', 'sizes'),
+    'unfold': ('dimension', 'size', 'step'),
+    'view': ('dtype',),  # a view of the bits as another dtype (Tensor.view of a shape is GT's)
 }
 # function -> (parent, new view, output index, **its arguments) -> the new parent
 SCATTERS: dict[str, Callable] = {
@@ -418,6 +447,8 @@ SCATTERS: dict[str, Callable] = {
         'transpose', view, dim0=dim0, dim1=dim1),
     'unflatten': lambda parent, view, _, dim, sizes: _apply(
         'reshape', view, shape=list(parent.shape)),
+    'unfold': lambda parent, view, _, **bound: _unfolded_put(parent, view, **bound),
+    'view': lambda parent, view, _, dtype: _method('view', view, parent.dtype),
 }
 
 

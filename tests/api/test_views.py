@@ -321,3 +321,45 @@ def test_detach_in_place():
     assert b.detach_() is b and not b.requires_grad and b.is_leaf
     with pytest.raises(RuntimeError, match="Can't detach views in-place"):
         (a * 2)[1:].detach_()
+
+
+def unfolded_and_reinterpreted(lib):
+    """Windows (`unfold`) and a dtype's view of the bits alias their base as torch's."""
+    seen = []
+    x = lib.arange(6.0)
+    windows, bits = x.unfold(0, 2, 2), x.view(lib.int32)
+    x.add_(100)
+    seen += [windows.tolist(), bits[:2].tolist()]
+    y = lib.zeros(2)
+    y.view(lib.int32).fill_(1065353216)
+    z = lib.arange(7.0)
+    gapped = z.unfold(0, 2, 3)
+    gapped[1] = 9
+    grid = lib.arange(12.0).reshape(3, 4)
+    grid.unfold(1, 2, 2).mul_(10)
+    wide = lib.zeros(2, dtype=lib.float64)
+    halves = wide.view(lib.int32)
+    halves[1] = 1072693248
+    seen += [y.tolist(), z.tolist(), gapped.tolist(), grid.tolist(), wide.tolist(),
+             list(halves.shape), halves.stride()]
+    batched = lib.arange(18.0).reshape(2, 3, 3)
+    diagonal = lib.linalg.diagonal(batched)
+    batched.add_(1)
+    diagonal.mul_(0)
+    seen += [diagonal.tolist(), batched.tolist()]
+    leaf = lib.zeros(3, requires_grad=True)
+    (leaf.clone().unfold(0, 1, 1) * 2).sum().backward()
+    return seen + [leaf.grad.tolist(), list(lib.nn.functional.unfold(grid[None, None], 2).shape)]
+
+
+def test_unfold_and_a_dtype_view_alias_their_base_as_torchs():
+    assert unfolded_and_reinterpreted(gt) == unfolded_and_reinterpreted(torch)
+
+
+def test_a_write_through_overlapping_windows_is_refused():
+    """Overlapping windows share elements, so a write through them is refused, as through
+    an expanded view (torch writes some of them twice)."""
+    x = gt.arange(6.0)
+    with pytest.raises(RuntimeError, match='more than one element'):
+        x.unfold(0, 2, 1).add_(1)
+    assert x.tolist() == list(range(6))
