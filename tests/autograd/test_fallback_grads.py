@@ -121,3 +121,23 @@ def test_outputs_require_grad_only_where_torch_s_do():
     (x * y.exp()).sum().backward()
     (tx * ty.exp()).sum().backward()
     torch.testing.assert_close(a.grad.data, ta.grad)
+
+
+def _hessian_vector_products(library):
+    """torch.autograd.functional's hvp differentiates a second derivative again (its
+    double-backward trick): through calls GT runs by name, a third order."""
+    functional, F = library.autograd.functional, library.nn.functional
+    library.manual_seed(0)
+    weight, x = library.randn(2, 1, 3, 3), library.randn(1, 1, 5, 5)
+    z = library.tensor([0.5, -1.0, 2.0])
+    smooth = lambda t: library.logsumexp(t * t, 0) + t.flip(0).norm()  # noqa: E731
+    return [*functional.hvp(lambda t: F.conv2d(t, weight, padding=1).tanh().sum(), x,
+                            library.ones_like(x)),
+            *functional.hvp(smooth, z, library.ones(3)), functional.hessian(smooth, z),
+            *functional.vhp(smooth, z, library.ones(3))]
+
+
+def test_hessian_vector_products_through_calls_by_name_are_torchs():
+    import gt
+    for got, want in zip(_hessian_vector_products(gt), _hessian_vector_products(torch)):
+        torch.testing.assert_close(got.data, want, rtol=1e-4, atol=1e-5)

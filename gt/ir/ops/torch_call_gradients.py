@@ -4,7 +4,8 @@
 given cotangents for its floating outputs. `torch_vjp_grad` is the gradient of that, for
 the primals and cotangents in `second`, given cotangents for its gradients: what a
 gradient penalty through a convolution or an LSTM differentiates (`create_graph=True`).
-A third order is refused, naming the function.
+Each order more is `torch_vjp_grad` again, with one more list of inputs in `higher`
+(`torch.autograd.functional.hvp` differentiates a second derivative again).
 
 Both rerun the call under torch's autograd engine on the worker, on copies of the inputs
 made out of inference mode (inference tensors can be neither saved for backward nor
@@ -49,16 +50,26 @@ def _vjp_type(types, fn, args, kwargs, n_inputs, wants, differentiable, sizes=No
 
 
 def _vjp_grad_type(types, fn, args, kwargs, n_inputs, wants, differentiable, second,
-                   sizes=None):
+                   higher=(), sizes=None):
     split = n_inputs + len(differentiable) if isinstance(differentiable, (list, tuple)) else 0
     grads = _vjp_type(types[:split], fn, args, kwargs, n_inputs, wants, differentiable, sizes)
-    if tuple(types[split:]) != grads:
-        raise ValueError(f'torch_vjp_grad: the cotangents do not match the gradients of {fn}')
-    _indices('torch_vjp_grad', 'second', second, split)
-    for index in second:
-        if types[index].dtype not in FLOATING:
-            raise TypeError(f'torch_vjp_grad: input {index} of {fn} is not floating point')
-    return tuple(types[index] for index in second)
+    if not isinstance(higher, (list, tuple)):
+        raise ValueError(f'torch_vjp_grad: higher must list the inputs of each order, got '
+                         f'{higher!r}')
+    for name, targets in (('second', second), *(('higher', level) for level in higher)):
+        _indices('torch_vjp_grad', name, targets, split)
+        for index in targets:
+            if types[index].dtype not in FLOATING:
+                raise TypeError(f'torch_vjp_grad: input {index} of {fn} is not floating '
+                                'point')
+        if tuple(types[split:split + len(grads)]) != grads:
+            raise ValueError(f'torch_vjp_grad: the cotangents do not match the gradients of '
+                             f'{fn}')
+        split += len(grads)
+        grads = tuple(types[index] for index in targets)
+    if split != len(types):
+        raise ValueError(f'torch_vjp_grad: {len(types) - split} inputs too many for {fn}')
+    return grads
 
 
 def _first_order(fn, args, kwargs, primals, cotangents, wants, differentiable,
@@ -103,22 +114,27 @@ def _torch_vjp(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, size
 
 
 def _torch_vjp_grad(*tensors, fn, args, kwargs, n_inputs, wants, differentiable, second,
-                    sizes=None):
+                    higher=(), sizes=None):
+    """The gradient of the gradient (`second`), and of that again for each of `higher`:
+    each order differentiates the last, on every input before its own cotangents."""
     split = n_inputs + len(differentiable)
+    levels = [second, *higher]
     with torch.inference_mode(False), torch.enable_grad():
-        inputs = _copies(tensors[:split])
-        for index in set(wants) | set(second):
+        inputs = _copies(tensors)
+        for index in set(wants).union(*levels):
             inputs[index].requires_grad_()
-        primals, cotangents = inputs[:n_inputs], inputs[n_inputs:]
-        grads = _first_order(fn, args, kwargs, primals, cotangents, wants, differentiable,
-                             create_graph=True)
-        pairs = [(g, c) for g, c in zip(grads, tensors[split:])
-                 if g is not None and g.requires_grad]
-        targets = [inputs[i] for i in second]
-        found = torch.autograd.grad([g for g, _ in pairs], targets,
-                                    [c.clone() for _, c in pairs], allow_unused=True
-                                    ) if pairs else [None] * len(targets)
-    return _materialized(found, targets)
+        grads = _first_order(fn, args, kwargs, inputs[:n_inputs], inputs[n_inputs:split],
+                             wants, differentiable, create_graph=True)
+        for depth, level in enumerate(levels):
+            cotangents = inputs[split:split + len(grads)]
+            split += len(grads)
+            pairs = [(g, c) for g, c in zip(grads, cotangents)
+                     if g is not None and g.requires_grad]
+            targets = [inputs[i] for i in level]
+            grads = torch.autograd.grad(
+                [g for g, _ in pairs], targets, [c for _, c in pairs], allow_unused=True,
+                create_graph=depth < len(levels) - 1) if pairs else [None] * len(targets)
+    return _materialized(grads, targets)
 
 
 def _vjp_grad(emit, inputs, grads, fn, args, kwargs, n_inputs, wants, differentiable,
@@ -137,9 +153,27 @@ def _vjp_grad(emit, inputs, grads, fn, args, kwargs, n_inputs, wants, differenti
                      second, len(inputs))
 
 
+def _higher_grad(emit, inputs, grads, fn, args, kwargs, n_inputs, wants, differentiable,
+                 second, higher=(), sizes=None):
+    """The gradient of a `torch_vjp_grad`: one order more (hvp's double-backward trick
+    differentiates a second derivative again, for its cotangent)."""
+    last = higher[-1] if higher else second
+    following = [i for i, tensor in enumerate(inputs)
+                 if wanted(tensor) and tensor._type.dtype in FLOATING]
+    if not following:
+        return [None] * len(inputs)
+    cotangents = [g if g is not None else zeros_like(emit, inputs[index])
+                  for g, index in zip(grads, last)]
+    attrs = dict(fn=fn, args=args, kwargs=kwargs, n_inputs=n_inputs, wants=wants,
+                 differentiable=differentiable, second=second,
+                 higher=[*higher, following])
+    return scattered(emit('torch_vjp_grad', *inputs, *cotangents, **attrs, **sized(sizes)),
+                     following, len(inputs))
+
+
 ROWS = [
     OpDef('torch_vjp', _vjp_type, _torch_vjp, numpy_row(_torch_vjp), grad=_vjp_grad,
-          grad_of_grad=False, shard=by_name_sharding.vjp_rule, traced=False),
+          shard=by_name_sharding.vjp_rule, traced=False),
     OpDef('torch_vjp_grad', _vjp_grad_type, _torch_vjp_grad, numpy_row(_torch_vjp_grad),
-          traced=False),
+          grad=_higher_grad, traced=False),
 ]
