@@ -15,7 +15,6 @@ import time
 import warnings
 
 import msgpack
-import numpy as np
 import torch
 import zmq
 
@@ -25,9 +24,10 @@ from gt.ir.ops import torch_calls
 from gt.runtime import compile_settings, curve, diagnostics, environment, ownership, shared_memory
 from gt.runtime.dispatcher_waits import DispatcherWaits
 from gt.runtime.fetched import assemble
-from gt.runtime.fragment import NO_ATTRS, PendingFragment, encode_structure
+from gt.runtime.fragment import PendingFragment, encode_structure
+from gt.runtime.interrupts import InterruptsHeld
 from gt.runtime.launcher import LocalServer
-from gt.runtime.locations import GT_DIR, user_call, user_location
+from gt.runtime.locations import GT_DIR, user_call
 from gt.runtime.pacing import Pacer
 from gt.runtime.protocol import (
     Configure,
@@ -46,20 +46,14 @@ from gt.runtime.protocol import (
     Welcome,
     check_size,
 )
+from gt.runtime.recording import Recording
 from gt.runtime.reports import Reports, first_unsendable, ids_made
 from gt.runtime.reverts import Reverts
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.runtime.transport import dealer, endpoint_for, send
 
-# Pending ops are sent unasked once there are this many. Not fewer after a fetch, though
-# the workers are idle then: a step cut in two costs a message and a program more than
-# its head start gains (benchmarks/mlp_step.py, fetching every step: 1.3-1.7 ms against
-# 1.7-2.1 ms with a 32-op head), and its pieces compile as regions of their own.
-FRAGMENT_LIMIT = environment.integer('GT_FRAGMENT_LIMIT')
 KEEP_ALIVE_SECONDS = 1.0
 GOODBYE_SECONDS = 2.0  # a closing client's wait for its own server to end the session
-# Room left in a bounded message for what is not an upload's bytes (ops, headers).
-DATA_MARGIN = 1 << 16
 # Frames between the user's line and a call GT runs by name: GT's, and torch's own when
 # the user called torch (`torch.lu(x)` reaches GT through __torch_function__).
 CALLERS_INSIDE = (GT_DIR, os.path.dirname(torch.__file__) + os.sep)
@@ -70,7 +64,7 @@ TORCH_MODULE = 'torch'  # where a hidden-by-default warning of a call by name co
 AUTO_SHARD_ELEMENTS = environment.integer('GT_AUTO_SHARD_ELEMENTS')
 
 
-class Client(DispatcherWaits):
+class Client(Recording, DispatcherWaits):
     def __init__(self, endpoint: str, wait_for_workers: int = 1,
                  server: LocalServer | None = None, token: str | None = None,
                  weight: float | None = None, keys: curve.Keys | None = None):
@@ -92,6 +86,7 @@ class Client(DispatcherWaits):
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
+        self.last_sent: PendingFragment | None = None  # the fragment of the last Submit
         self.reverts = Reverts()  # what rebound tensors go back to if their new value fails
         self.reports = Reports()  # failures, where their ops were recorded, work never run
         self.next_request = 0
@@ -172,96 +167,6 @@ class Client(DispatcherWaits):
         (the work before it was sent first)."""
         self.config_version = None
 
-    # ---- recording -----------------------------------------------------------------------
-    def record(self, op: str, operands: list[int], attrs: dict, n_outputs: int = 1,
-               scope: str | None = None, location: tuple | None = None) -> int:
-        """Append a node; return the client id of its first output. `location` is the
-        user's line (`user_location()`), looked up here unless the caller knows it."""
-        pending = self.pending
-        base = pending.base
-        refs = []
-        for value_id in operands:
-            if value_id >= base:
-                refs.append(value_id - base)
-            else:
-                index = pending.external_index.get(value_id)
-                refs.append(-1 - (self._external(value_id) if index is None else index))
-        if n_outputs != 1:
-            pending.outputs[len(pending.records)] = n_outputs
-        pending.records.append((op, refs, attrs, scope))
-        pending.locations.append(location or user_location())
-        first = self.next_id
-        self.next_id += n_outputs
-        if len(pending.records) >= FRAGMENT_LIMIT:
-            self.flush()
-        return first
-
-    def record_binary(self, op: str, left: int, right: int, scope: str | None) -> int:
-        """`record` of a two-operand op without attrs, the commonest in elementwise loops,
-        with the loop over operands unrolled: measured, a tenth of the 1.3 us an add takes
-        to record."""
-        pending = self.pending
-        base = pending.base
-        known = pending.external_index
-        if left >= base:
-            left_ref = left - base
-        else:
-            index = known.get(left)
-            left_ref = -1 - (self._external(left) if index is None else index)
-        if right >= base:
-            right_ref = right - base
-        else:
-            index = known.get(right)
-            right_ref = -1 - (self._external(right) if index is None else index)
-        pending.records.append((op, [left_ref, right_ref], NO_ATTRS, scope))
-        pending.locations.append(user_location())
-        first = self.next_id
-        self.next_id = first + 1
-        if len(pending.records) >= FRAGMENT_LIMIT:
-            self.flush()
-        return first
-
-    def _external(self, value_id: int) -> int:
-        """Name an earlier value as an input of the pending fragment, the first time it
-        reads it; a value whose work never ran raises why, here at the user's line."""
-        if self.reports.lost:
-            self.reports.check(value_id)
-        return self.pending.add_external(value_id)
-
-    def add_data(self, array: np.ndarray, dtype: str) -> int:
-        """Attach an array to the pending fragment; return its slot for `from_numpy`.
-        `dtype` names the GT dtype (bfloat16 travels as the raw 16-bit words of a uint16
-        array). Under a server's message bound, an array over it raises here, at the
-        user's line, and one that would take the pending fragment over it sends the work
-        before it first: the whole message was refused at the next flush, losing the
-        work recorded before the upload with it."""
-        bound = self.max_message_bytes
-        if bound:
-            if array.nbytes + DATA_MARGIN > bound:
-                raise ValueError(f'this tensor is {array.nbytes:,} bytes, over the server\'s '
-                                 f'bound of {bound:,} bytes a message (gt.server '
-                                 '--max-message-bytes): send the data in smaller tensors')
-            if sum(d.nbytes for d in self.pending.data) + array.nbytes + DATA_MARGIN > bound:
-                self.flush(pace=False)
-        self.pending.data_headers.append([dtype, list(array.shape)])
-        self.pending.data.append(np.ascontiguousarray(array).copy())
-        return len(self.pending.data) - 1
-
-    def add_literal(self, value: bool | int | float) -> int:
-        """Attach a number to the pending fragment; return its slot for `scalar`."""
-        if type(value) is int and not -(1 << 63) <= value < 1 << 64:
-            raise OverflowError(f'{value} does not fit in 64 bits, as GT sends integers')
-        self.pending.literals.append(value)
-        return len(self.pending.literals) - 1
-
-    def release(self, value_id: int) -> None:
-        if self.closed:
-            return
-        if value_id >= self.pending.base:
-            self.pending.dropped.add(value_id)
-        else:
-            self.releases.append(value_id)
-
     # ---- sending -------------------------------------------------------------------------
     @ownership.one_thread_at_a_time
     def flush(self, fetch: list[int] = (), pace: bool = True) -> int:
@@ -280,14 +185,20 @@ class Client(DispatcherWaits):
         if not (self.pending.records or self.releases or fetch or self.reverts.pairs):
             return self.next_request
         self._send_configs()  # before the fragment leaves self.pending: a failure loses nothing
-        pending, self.pending = self.pending, PendingFragment(self.next_id)
-        releases, self.releases = self.releases, []
-        reverts = self.reverts.take()
+        pending, releases, reverts = self.pending, self.releases, self.reverts.pairs
         try:
+            self.pending, self.releases = PendingFragment(self.next_id), []
+            reverts = self.reverts.take()
             self._submit(pending, self.next_id, releases, list(fetch), reverts)
         except (OverflowError, TypeError, ValueError) as error:
             # nothing was sent: send what can go
             self._salvage(pending, releases, error, reverts)
+        except BaseException:
+            if self.last_sent is not pending:  # Ctrl-C before it went: it goes with the next
+                self.pending, self.releases = pending, releases + self.releases
+                if self.reverts.pairs is not reverts:
+                    self.reverts.pairs[:0] = reverts
+            raise
         request = self.next_request
         if pace:
             self.pacer.sent()
@@ -310,7 +221,9 @@ class Client(DispatcherWaits):
                          releases, reverts, fetch, self.next_request)
         if self.max_message_bytes:
             check_size(message, frames, self.max_message_bytes)
-        send(self.socket, message, frames)
+        with InterruptsHeld():
+            send(self.socket, message, frames)
+            self.last_sent = pending
         if pending.records:
             # Only each op's name is kept: the records (a tuple, a list of operands and
             # attrs per op) lived on for 256 fragments, and the garbage collector scanned

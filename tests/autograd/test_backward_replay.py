@@ -11,6 +11,7 @@ from check import fetch, rng
 import gt
 from gt import backward_replay
 from gt.runtime import client as client_module
+from gt.runtime import recording as recording_module
 
 
 def leaves(*shapes, requires_grad=True):
@@ -171,7 +172,7 @@ def test_a_replay_sent_in_pieces_keeps_no_more_values_than_the_rules_do(monkeypa
     """A pass longer than a fragment is sent in pieces; each piece's temporaries must die
     inside it, as the rules' do, not live on the worker until the pass ends: no piece
     of a replay keeps more values than the same piece of the rules' pass."""
-    monkeypatch.setattr(client_module, 'FRAGMENT_LIMIT', 40)  # the pass spans several
+    monkeypatch.setattr(recording_module, 'FRAGMENT_LIMIT', 40)  # the pass spans several
     kept_counts = []
     encode = client_module.encode_structure
     monkeypatch.setattr(client_module, 'encode_structure',
