@@ -59,7 +59,7 @@ from gt.runtime.protocol import (
     decode,
 )
 from gt.runtime.reverts import by_worker, malformed, revive
-from gt.runtime.scheduler import Fragment, Scheduler
+from gt.runtime.scheduler import Fragment, Scheduler, small
 from gt.runtime.session_errors import failures
 from gt.runtime.transport import receive_frames, send
 from gt.runtime.worker_links import WorkerLinks, nbytes
@@ -350,7 +350,7 @@ class Dispatcher(WorkerLinks):
         if involved:
             self.scheduler.submit(session, Fragment(message, frames, request, [
                 (worker, programs.get(worker), releases.get(worker, []), reverts.get(worker, []),
-                 fetches.get(worker, [])) for worker in sorted(involved)]))
+                 fetches.get(worker, [])) for worker in sorted(involved)], small=small(plan)))
         if message.fetch and not fetches:
             self._finish(request)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from gt.ir import OPS, Graph, Partial, Replicate, Value
 from gt.ir.dtypes import default_float_as
 from gt.ir.placement import Placement
+from gt.ir.type_rules import numel
 from gt.passes import PipelineOptions, generator_holders_after, lower, run_pipeline
 from gt.runtime.compile_settings import CompileSettings
 from gt.runtime.fragment import decode_structure
@@ -42,6 +43,7 @@ class Plan:
     upgrades: list  # (external position, placement): inputs the workers now hold more of
     generator_holders: tuple | None  # workers whose random generator is in step afterwards
     ops: dict  # op name -> how many the fragment has (after the passes)
+    largest: int = 0  # elements of its largest value (the scheduler's guess of its weight)
 
 
 class Planner:
@@ -105,8 +107,10 @@ class Planner:
         kept_types = [(local, value.shape, value.dtype, placement)
                       for value, local, placement in zip(graph.outputs, fragment.kept, placements)]
         upgrades = [(r.position, r.placement) for r in replicas if not r.kept]
+        values = [*graph.inputs, *(value for node in graph.nodes for value in node.outputs)]
         return Plan(programs, kept_types, upgrades, generator_holders_after(graph, options),
-                    dict(Counter(node.op for node in graph.nodes).most_common()))
+                    dict(Counter(node.op for node in graph.nodes).most_common()),
+                    max((numel(value.shape) for value in values), default=0))
 
 
 def _compile_spec(settings: CompileSettings, options: PipelineOptions, graph: Graph

@@ -26,7 +26,11 @@ that worker's main lane (order within a session holds: nothing
 of it goes to the main lane either until the express program is done), and its session
 is light: its longest recent program, halving every LONGEST_HALF_LIFE seconds, is at
 most EXPRESS_SECONDS (GT_EXPRESS_SECONDS, 2 ms; 0 turns the lane off). A light client
-then waits for its own work, not a heavy one's.
+then waits for its own work, not a heavy one's. A session with no program run yet is
+light for a small fragment (`Fragment.small`: a few ops on small tensors, as the
+dispatcher judges from its plan), so a new client's first ops beside a heavy program do
+not wait for it whole (its first op waited 48 s behind a 60 s program); once run, its
+programs are measured like any other's.
 
 A stats request is a fragment with no sends: it goes once everything its session sent
 before it is dispatched and none of it is on an express lane, and each worker answers it
@@ -52,6 +56,10 @@ LONGEST_HALF_LIFE = 0.5
 # well above a light program's wait behind another, far below a heavy one's run.
 OUT_LONG_SECONDS = 0.1
 MAIN, EXPRESS = 'main', 'express'
+# A fragment this small is light before its session's programs are measured: at most
+# this many ops, none on a value of more elements (a 256x256 matmul: about 1 ms).
+SMALL_OPS = 32
+SMALL_ELEMENTS = 1 << 16
 
 
 class Fragment(NamedTuple):
@@ -63,6 +71,7 @@ class Fragment(NamedTuple):
     request: int
     sends: list
     then: Callable | None = None
+    small: bool = False  # few ops on small tensors: light, for a session not yet measured
 
 
 class Scheduler:
@@ -156,7 +165,7 @@ class Scheduler:
             return None if self.express_running(session) else MAIN
         if len(fragment.sends) == 1:
             worker = fragment.sends[0][0]
-            if self._long_on_main(worker) and self._express_takes(session, worker):
+            if self._long_on_main(worker) and self._express_takes(session, worker, fragment):
                 return EXPRESS
         if all(self._main_takes(session, w) for w, *_ in fragment.sends):
             return MAIN
@@ -175,13 +184,14 @@ class Scheduler:
         return (handle.in_flight < self._window(worker)
                 and handle.express_session is not session)
 
-    def _express_takes(self, session, worker: int) -> bool:
+    def _express_takes(self, session, worker: int, fragment: Fragment) -> bool:
         handle = self.workers[worker]
         return (EXPRESS_SECONDS > 0 and handle.alive and handle.express is not None
                 and handle.express_session is None
                 and session.number not in handle.main_sessions
                 and session.default_dtype == 'float32'  # see Worker.default_dtype_lock
-                and _light(session, time.monotonic()))
+                and (_light(session, time.monotonic())
+                     or (session.longest_recent is None and fragment.small)))
 
     def _long_on_main(self, worker: int) -> bool:
         """Whether the worker's main lane holds work of a session not known to be light.
@@ -225,3 +235,9 @@ def _longest_now(session, now: float) -> float | None:
     if session.longest_recent is None:
         return None
     return session.longest_recent * 0.5 ** ((now - session.longest_at) / LONGEST_HALF_LIFE)
+
+
+def small(plan) -> bool:
+    """Whether a fragment's plan (None: releases alone) is `Fragment.small`."""
+    return plan is None or (plan.largest <= SMALL_ELEMENTS
+                            and sum(plan.ops.values()) <= SMALL_OPS)

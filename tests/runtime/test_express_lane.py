@@ -198,3 +198,22 @@ def test_a_heavy_session_stays_heavy_while_its_long_program_runs(start_cluster, 
     assert value == 45.0
     assert still_running, 'the light fetch waited for the heavy program'
     assert len(_express_sends(log)) > express_before
+
+
+@pytest.mark.time_limit(180)
+def test_a_new_clients_first_small_ops_do_not_wait_for_a_heavy_program(start_cluster,
+                                                                        tmp_path):
+    """A session with no program measured yet takes the express lane for small work: a
+    client that connects beside a long program gets its first values before it ends."""
+    log = tmp_path / 'ops.log'
+    cluster = start_cluster(workers=1, env={'GT_INSTRUCTION_LOG': str(log)})
+    heavy = start_script(HEAVY.format(address=cluster.address, count=12))
+    assert heavy.stdout.readline().strip() == 'ready'
+    _wait_until_sent(log, HEAVY_OPS)
+    with connected(cluster.address):
+        first = (gt.tensor([1.0, 2.0]) + 1).tolist()
+        still_running = heavy.poll() is None
+    assert finish_script(heavy).returncode == 0
+    assert first == [2.0, 3.0]
+    assert still_running  # it did not wait for the heavy program
+    assert _express_sends(log)

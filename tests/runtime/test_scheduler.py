@@ -271,3 +271,20 @@ def test_a_program_out_long_makes_the_main_lane_long_whatever_its_sessions_past(
     assert sent[-1] == ('light', 11, 0, 'express')
     scheduler.done(0, heavy, 4.0)
     assert not heavy.main_sent
+
+
+def test_a_new_sessions_small_first_work_takes_the_express_lane():
+    """A session not measured yet is light for a small fragment (a new client's first
+    ops beside a long program), not for a large one; once measured, its time decides."""
+    scheduler, handles, sent = _with_express_lanes()
+    heavy, new, big = FakeSession('heavy'), FakeSession('new'), FakeSession('big')
+    scheduler.submit(heavy, fragment(0, 0))
+    scheduler.submit(heavy, fragment(1, 0))
+    scheduler.done(0, heavy, 0.5)  # measured: heavy; fragment 1 now runs
+    scheduler.submit(big, fragment(20, 0))
+    assert sent[-1] == ('big', 20, 0)  # not small: the main lane, behind heavy
+    scheduler.submit(new, fragment(10, 0)._replace(small=True))
+    assert sent[-1] == ('new', 10, 0, 'express')
+    scheduler.done(0, new, 0.5, 'express')  # measured: its first program was long
+    scheduler.submit(new, fragment(11, 0)._replace(small=True))
+    assert sent[-1] != ('new', 11, 0, 'express')
