@@ -6,7 +6,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from gt.ir import Partial
+from gt.ir import Partial, Replicate
 from gt.ir.dtypes import FLOATING, TORCH_DTYPES
 from gt.ir.placement import Placement, local_shape
 from gt.ir.type_rules import numel
@@ -150,11 +150,18 @@ class Session:
         return f'value {value_id} does not exist in this session'
 
     def lose_values_on(self, worker: int, words: str) -> None:
-        """Forget the values that worker held (a piece or a copy): a worker that comes back
-        comes back empty, so a later read must name the loss, not find nothing."""
-        for value_id in [v for v, entry in self.values.items() if worker in entry[2].workers]:
-            self.release(value_id)
-            self.lost_values[value_id] = words
+        """Forget the values that worker held a piece of: a worker that comes back comes
+        back empty, so a later read must name the loss, not find nothing. A whole copy
+        held elsewhere too (a data-parallel weight) lives on in the others."""
+        for value_id, (shape, dtype, placement) in list(self.values.items()):
+            if worker not in placement.workers:
+                continue
+            others = tuple(w for w in placement.workers if w != worker)
+            if isinstance(placement, Replicate) and others:
+                self.hold(value_id, (shape, dtype, Replicate(others)))
+            else:
+                self.release(value_id)
+                self.lost_values[value_id] = words
 
     def configure(self, configs: object, auto_shard_elements: object, compile_wish: object,
                   compile_default: list, default_dtype: object) -> None:

@@ -561,3 +561,41 @@ def test_a_stalled_worker_comes_back(start_cluster):
         with pytest.raises(Exception, match='value .* was lost with worker 0'):
             before.tolist()
         assert gt.ones(2).sum().item() == 2.0
+
+
+@pytest.mark.time_limit(90)
+def test_a_whole_copy_on_a_live_worker_outlives_the_loss_of_another(start_cluster):
+    """A data-parallel weight is whole on every worker: losing one worker loses the
+    pieces it held, not the copies the others hold (they were named lost too)."""
+    private = start_cluster(workers=2, env={'GT_HEARTBEAT_TIMEOUT': '1'})
+    with connected(private.address):
+        workers = [w['index'] for w in gt.debug.get_worker_stats()]
+        gt.register_config('whole_copies', gt.SignalConfig(
+            shard=gt.ShardConfig(axis=0, workers=workers)))
+        gt.manual_seed(0)
+        model = gt.nn.Linear(8, 1)
+        optimizer = gt.optim.SGD(model.parameters(), lr=0.1)
+        x = gt.randn(64, 8)
+        for _ in range(3):
+            with gt.signal.context('whole_copies'):
+                loss = model(gt.signal.tensor(x, name='whole_copies')).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        assert 'R@w' in gt.debug.dump_ir(show=False)  # the weight is whole on both
+        weight = model.weight.tolist()
+        with gt.signal.context('whole_copies'):
+            pieces = gt.signal.tensor(x, name='whole_copies') * 1  # a row shard on each
+        pieces.sum().item()
+        os.kill(private.workers[1].pid, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while len(gt.debug.get_worker_stats()) == 2:  # until the dispatcher notices
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert model.weight.tolist() == weight
+        with pytest.raises(Exception, match='was lost with worker'):
+            pieces.tolist()  # one of its pieces was there
+        step = model(gt.ones(2, 8)).sum()  # and training goes on, on the worker left
+        step.backward()
+        optimizer.step()
+        assert model.weight.grad is not None and len(model.weight.tolist()[0]) == 8
