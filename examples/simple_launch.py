@@ -10,6 +10,7 @@ until Ctrl-C.
 
 import argparse
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,6 +26,10 @@ parser.add_argument('--no-test', action='store_true', help='start, and skip the 
 options = parser.parse_args()
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stopped by kill, too: clean up
 
+with socket.socket() as probe:  # another server there would take our workers and test
+    if probe.connect_ex(('127.0.0.1', options.port)) == 0:
+        sys.exit(f'port {options.port} is in use (another GT server?): choose another '
+                 'with --port')
 processes = [subprocess.Popen([sys.executable, '-m', 'gt.server', '-p', str(options.port)])]
 processes += [subprocess.Popen([sys.executable, '-m', 'gt.worker', '--host', 'localhost',
                                 '-p', str(options.port)]) for _ in range(options.workers)]
@@ -32,6 +37,8 @@ try:
     gt.connect(f'localhost:{options.port}')
     deadline = time.monotonic() + 60
     while len(gt.debug.get_worker_stats()) < options.workers:  # until all have joined
+        if processes[0].poll() is not None:
+            sys.exit('the dispatcher stopped (its error is above)')
         if time.monotonic() > deadline:
             sys.exit(f'only {len(gt.debug.get_worker_stats())} of {options.workers} workers '
                      'joined within 60 s')

@@ -163,3 +163,20 @@ def test_a_stale_ipc_socket_file_does_not_take_the_address_from_tcp():
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def test_simple_launch_refuses_a_port_another_server_holds():
+    """Else its workers joined that server, and its check passed against it."""
+    import socket
+
+    example = os.path.join(os.path.dirname(__file__), '..', '..', 'examples',
+                           'simple_launch.py')
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, example, '--port', str(port)],
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert f'port {port} is in use' in result.stderr
+    assert 'test passed' not in result.stdout
