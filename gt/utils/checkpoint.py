@@ -26,6 +26,21 @@ from gt.autograd_function import Function, FunctionCtx, _alias
 from gt.grad_mode import enable_grad, grad_mode, no_grad
 from gt.tensor import Tensor, apply, creation
 
+UNSAID_REENTRANT = (
+    'torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. '
+    'Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an '
+    'exception. use_reentrant=False is recommended, but if you need to preserve the current '
+    'default behavior, you can pass use_reentrant=True. Refer to docs for more details on '
+    'the differences between the two variants.')
+
+
+UNSAID_REENTRANT_SEQUENTIAL = (
+    'torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be '
+    'passed explicitly. In version 2.9 we will raise an exception if use_reentrant is not '
+    'passed. use_reentrant=False is recommended, but if you need to preserve the current '
+    'default behavior, you can pass use_reentrant=True. Refer to docs for more details on '
+    'the differences between the two variants.')
+
 
 def noop_context_fn() -> tuple:
     """torch's default `context_fn`: no context around the forward or the recompute."""
@@ -38,6 +53,7 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """`function(*args, **kwargs)`, keeping none of its intermediates for backward."""
     if use_reentrant is None:
+        warnings.warn(UNSAID_REENTRANT, UserWarning, stacklevel=2)
         use_reentrant = True  # torch 2.x's default when the caller does not say
     if use_reentrant and kwargs:
         raise ValueError('Unexpected keyword arguments: ' + ','.join(kwargs))
@@ -80,6 +96,9 @@ def checkpoint_sequential(functions: Any, segments: int, input: Any,
     preserve = kwargs.pop('preserve_rng_state', True)
     if kwargs:
         raise ValueError('Unexpected keyword arguments: ' + ','.join(kwargs))
+    if use_reentrant is None:
+        warnings.warn(UNSAID_REENTRANT_SEQUENTIAL, UserWarning, stacklevel=2)
+        use_reentrant = True
     modules: list = list(functions.children() if hasattr(functions, 'children') else functions)
     length = len(modules) // segments
     done = 0

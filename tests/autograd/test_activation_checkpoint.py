@@ -166,3 +166,19 @@ def test_an_input_changed_in_place_after_the_call_reruns_on_its_old_value():
         y.add_(1)  # torch raises here at backward; GT kept the value the call read
     out.sum().backward()
     torch.testing.assert_close(as_torch(leaf.grad), torch.tensor(before).cos())
+
+
+@pytest.mark.parametrize('call', [
+    lambda lib, x: lib.utils.checkpoint.checkpoint(lambda t: t * 2, x),
+    lambda lib, x: lib.utils.checkpoint.checkpoint_sequential(
+        lib.nn.Sequential(lib.nn.Tanh(), lib.nn.Tanh()), 2, x)])
+def test_a_checkpoint_without_use_reentrant_warns_as_torchs(call):
+    messages = []
+    for lib in (gt, torch):
+        x = lib.ones(1, 2, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            call(lib, x)
+        messages.append([(str(w.message), w.filename) for w in caught
+                         if 'use_reentrant' in str(w.message)])
+    assert messages[0] and messages[0] == [(text, __file__) for text, _ in messages[1]]
