@@ -63,7 +63,21 @@ from gt.nn.layers import (
     Softmax,
     Tanh,
 )
-from gt.nn.lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear
+from gt.nn.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
 from gt.nn.loss_modules import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -165,7 +179,9 @@ from gt.nn.upsampling import (
 )
 
 __all__ = [
-    'LazyLinear', 'LazyConv1d', 'LazyConv2d', 'LazyConv3d',
+    'LazyLinear', 'LazyConv1d', 'LazyConv2d', 'LazyConv3d', 'LazyConvTranspose1d',
+    'LazyConvTranspose2d', 'LazyConvTranspose3d', 'LazyBatchNorm1d', 'LazyBatchNorm2d',
+    'LazyBatchNorm3d', 'LazyInstanceNorm1d', 'LazyInstanceNorm2d', 'LazyInstanceNorm3d',
     'Module', 'Parameter', 'Buffer', 'DataParallel', 'Sequential', 'ModuleList', 'Linear',
     'Embedding', 'LayerNorm',
     'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'SyncBatchNorm',

@@ -1,19 +1,30 @@
-"""Lazy modules: `LazyLinear(out)` and `LazyConv1d/2d/3d(out, kernel, ...)` learn their
-input size from their first call, then become `Linear` and `Conv*d`, as torch's do.
+"""Lazy modules: `LazyLinear(out)`, `LazyConv1d/2d/3d(out, kernel, ...)`,
+`LazyConvTranspose1d/2d/3d`, `LazyBatchNorm1d/2d/3d` and `LazyInstanceNorm1d/2d/3d` learn
+their input size from their first call, then become the module they stand for, as
+torch's do.
 
-Their parameters exist from the start, empty, and are filled at the first call with the
-values the real module's initialization draws then (torch's draws, at torch's moment), so
-an optimizer made before that call holds the very tensors that train (torch's holds
-uninitialized ones and asks for a dry run first).
+Their parameters (and a norm's running statistics) exist from the start, empty, and are
+filled at the first call with the values the real module's initialization makes then
+(torch's draws, at torch's moment), so an optimizer made before that call holds the very
+tensors that train (torch's holds uninitialized ones and asks for a dry run first).
 """
 
 from typing import Any
 
 from gt.autograd import no_grad
-from gt.creation import zeros
-from gt.nn.conv import Conv1d, Conv2d, Conv3d
+from gt.creation import tensor, zeros
+from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from gt.nn.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from gt.nn.layers import Linear
 from gt.nn.module import Module
+from gt.nn.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from gt.nn.parameter import Parameter
 
 # What the lazy module keeps of its own when it becomes the real one.
@@ -30,16 +41,21 @@ class _Lazy(Module):
         self.weight = Parameter(zeros(0))
         self.bias = Parameter(zeros(0)) if bias else None
 
-    def forward(self, input: Any) -> Any:
-        size = input.shape[-1] if self.input_dims == 1 else input.shape[
+    def _size(self, input: Any) -> int:
+        """The size the real module is made with: the features, or the channels."""
+        return input.shape[-1] if self.input_dims == 1 else input.shape[
             1 if input.ndim == self.input_dims + 1 else 0]
+
+    def forward(self, input: Any) -> Any:
         args, kwargs = self._arguments
-        made = self.cls_to_become(size, *args, **kwargs)
+        made = self.cls_to_become(self._size(input), *args, **kwargs)
         del self._arguments
         with no_grad():
-            for name, parameter in made._parameters.items():
-                if parameter is not None:
-                    self._parameters[name]._replace(parameter)
+            for held, own in ((made._parameters, self._parameters),
+                              (made._buffers, self._buffers)):
+                for name, value in held.items():
+                    if value is not None:
+                        own[name]._replace(value)
         for name, value in vars(made).items():  # its sizes; hooks and mode stay this one's
             if name not in KEPT:
                 self.__dict__[name] = value
@@ -90,3 +106,80 @@ class LazyConv2d(_LazyConv):
 
 class LazyConv3d(_LazyConv):
     cls_to_become, input_dims = Conv3d, 4
+
+
+class _LazyConvTranspose(_LazyConv):
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = 'zeros', device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, dtype=dtype)
+        dims = self.input_dims - 1
+        self._arguments = ((out_channels, kernel_size), dict(
+            stride=stride, padding=padding, output_padding=output_padding, groups=groups,
+            bias=bias, dilation=dilation, padding_mode=padding_mode, dtype=dtype))
+        self.output_padding = tuple(output_padding) if isinstance(
+            output_padding, (tuple, list)) else (output_padding,) * dims
+
+
+class LazyConvTranspose1d(_LazyConvTranspose):
+    cls_to_become, input_dims = ConvTranspose1d, 2
+
+
+class LazyConvTranspose2d(_LazyConvTranspose):
+    cls_to_become, input_dims = ConvTranspose2d, 3
+
+
+class LazyConvTranspose3d(_LazyConvTranspose):
+    cls_to_become, input_dims = ConvTranspose3d, 4
+
+
+class _LazyNorm(_Lazy):
+    """A norm's features are its input's dim 1, as torch's lazy norms take them; affine
+    and running statistics are on by default, for instance norms too, as in torch."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        tracks = track_running_stats
+        Module.__init__(self)
+        self._arguments = ((), dict(eps=eps, momentum=momentum, affine=affine,
+                                    track_running_stats=tracks, dtype=dtype))
+        self.num_features, self.eps, self.momentum = 0, eps, momentum
+        self.affine, self.track_running_stats = affine, tracks
+        self.weight = Parameter(zeros(0)) if affine else None
+        self.bias = Parameter(zeros(0)) if affine else None
+        for name in ('running_mean', 'running_var'):
+            self.register_buffer(name, zeros(0) if tracks else None)
+        self.register_buffer('num_batches_tracked', tensor(0) if tracks else None)
+
+    def _size(self, input: Any) -> int:
+        return input.shape[1]
+
+    def extra_repr(self) -> str:
+        return self.cls_to_become.extra_repr(self)
+
+
+class LazyBatchNorm1d(_LazyNorm):
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNorm):
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNorm):
+    cls_to_become = BatchNorm3d
+
+
+class LazyInstanceNorm1d(_LazyNorm):
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNorm):
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNorm):
+    cls_to_become = InstanceNorm3d

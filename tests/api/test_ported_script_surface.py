@@ -146,6 +146,47 @@ def test_lazy_layers_become_torchs_layers_with_torchs_draws():
     torch.testing.assert_close(got[6], expected[6], rtol=1e-5, atol=1e-5)
 
 
+LAZY_MORE = [
+    ('LazyConvTranspose1d', (3, 2), {'stride': 2}, (2, 4, 5)),
+    ('LazyConvTranspose2d', (3, 3), {'output_padding': 1, 'stride': 2}, (1, 2, 4, 4)),
+    ('LazyConvTranspose3d', (2, 2), {'bias': False}, (1, 2, 3, 3, 3)),
+    ('LazyBatchNorm1d', (), {}, (4, 3)), ('LazyBatchNorm2d', (), {'momentum': 0.5}, (2, 3, 4, 4)),
+    ('LazyBatchNorm3d', (), {'affine': False}, (2, 3, 2, 2, 2)),
+    ('LazyInstanceNorm1d', (), {}, (2, 3, 5)),
+    ('LazyInstanceNorm2d', (), {'affine': True, 'track_running_stats': True}, (2, 3, 4, 4)),
+    ('LazyInstanceNorm3d', (), {}, (1, 3, 2, 2, 2)),
+]
+
+
+def lazy_steps(lib, name, args, kwargs, shape):
+    """A lazy layer's first calls and a training step, seeded: reprs, values, state."""
+    lib.manual_seed(0)
+    layer = getattr(lib.nn, name)(*args, **kwargs)
+    before = repr(layer)
+    x = lib.randn(*shape)
+    out = layer(x)
+    parameters = list(layer.parameters())
+    if parameters:
+        optimizer = lib.optim.SGD(parameters, lr=0.1)
+        out.pow(2).mean().backward()
+        optimizer.step()
+    out = layer(x * 2)
+    state = {key: value.tolist() for key, value in layer.state_dict().items()}
+    return before, repr(layer), type(layer).__name__, out.tolist(), state
+
+
+@pytest.mark.parametrize('case', LAZY_MORE, ids=[case[0] for case in LAZY_MORE])
+def test_lazy_transposed_convolutions_and_norms_are_torchs(case):
+    got, expected = lazy_steps(gt, *case), lazy_steps(torch, *case)
+    assert got[:3] == expected[:3]
+    torch.testing.assert_close(torch.tensor(got[3]), torch.tensor(expected[3]),
+                               rtol=1e-5, atol=1e-5)
+    assert list(got[4]) == list(expected[4])
+    for key in expected[4]:
+        torch.testing.assert_close(torch.tensor(got[4][key]), torch.tensor(expected[4][key]),
+                                   rtol=1e-5, atol=1e-5)
+
+
 def test_an_optimizer_made_before_a_lazy_layers_first_call_trains_it():
     model = gt.nn.Sequential(gt.nn.LazyLinear(1))
     optimizer = gt.optim.SGD(model.parameters(), lr=0.1)  # torch's would hold placeholders

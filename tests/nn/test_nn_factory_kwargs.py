@@ -27,7 +27,7 @@ ARGUMENTS = {
 }
 BASES = {'RNNBase', 'RNNCellBase'}  # abstract in use: made through their subclasses
 # Their parameters are made at the first call (tests/api/test_ported_script_surface.py).
-LAZY = {'LazyLinear', 'LazyConv1d', 'LazyConv2d', 'LazyConv3d'}
+LAZY = {name for name in dir(nn) if name.startswith('Lazy')}
 
 
 def modules_taking_factory_kwargs() -> list[str]:
