@@ -115,6 +115,17 @@ def finish_script(process: subprocess.Popen, timeout: float = SCRIPT_SECONDS) ->
     return ScriptResult(process.returncode, stdout, stderr)
 
 
+def assert_raises_as_torch(kind: type, call) -> None:
+    """`call(torch)` raises `kind`, and `call(gt)` raises it too, with torch's words."""
+    import gt
+
+    with pytest.raises(kind) as theirs:
+        call(torch)
+    with pytest.raises(kind) as mine:
+        call(gt)
+    assert str(mine.value) == str(theirs.value)
+
+
 def run_script(code: str, timeout: float = SCRIPT_SECONDS, env: dict | None = None) -> ScriptResult:
     """Run a client script in a fresh interpreter and return what it printed."""
     return finish_script(start_script(code, env), timeout)

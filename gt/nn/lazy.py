@@ -96,18 +96,6 @@ class _LazyConv(_Lazy):
         return self.cls_to_become.extra_repr(self)  # its in_channels 0, as torch prints
 
 
-class LazyConv1d(_LazyConv):
-    cls_to_become, input_dims = Conv1d, 2
-
-
-class LazyConv2d(_LazyConv):
-    cls_to_become, input_dims = Conv2d, 3
-
-
-class LazyConv3d(_LazyConv):
-    cls_to_become, input_dims = Conv3d, 4
-
-
 class _LazyConvTranspose(_LazyConv):
     def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, bias: bool = True,
@@ -121,18 +109,6 @@ class _LazyConvTranspose(_LazyConv):
             bias=bias, dilation=dilation, padding_mode=padding_mode, dtype=dtype))
         self.output_padding = tuple(output_padding) if isinstance(
             output_padding, (tuple, list)) else (output_padding,) * dims
-
-
-class LazyConvTranspose1d(_LazyConvTranspose):
-    cls_to_become, input_dims = ConvTranspose1d, 2
-
-
-class LazyConvTranspose2d(_LazyConvTranspose):
-    cls_to_become, input_dims = ConvTranspose2d, 3
-
-
-class LazyConvTranspose3d(_LazyConvTranspose):
-    cls_to_become, input_dims = ConvTranspose3d, 4
 
 
 class _LazyNorm(_Lazy):
@@ -161,25 +137,20 @@ class _LazyNorm(_Lazy):
         return self.cls_to_become.extra_repr(self)
 
 
-class LazyBatchNorm1d(_LazyNorm):
-    cls_to_become = BatchNorm1d
+def _lazy(base: type, becomes: type, input_dims: int = 0) -> type:
+    """The lazy form of `becomes` (`LazyConv2d` of `Conv2d`), a module of this one."""
+    name = f'Lazy{becomes.__name__}'
+    return type(name, (base,), {'cls_to_become': becomes, 'input_dims': input_dims,
+                                '__module__': __name__, '__qualname__': name,
+                                '__doc__': f'{becomes.__name__}, sized at its first call.'})
 
 
-class LazyBatchNorm2d(_LazyNorm):
-    cls_to_become = BatchNorm2d
-
-
-class LazyBatchNorm3d(_LazyNorm):
-    cls_to_become = BatchNorm3d
-
-
-class LazyInstanceNorm1d(_LazyNorm):
-    cls_to_become = InstanceNorm1d
-
-
-class LazyInstanceNorm2d(_LazyNorm):
-    cls_to_become = InstanceNorm2d
-
-
-class LazyInstanceNorm3d(_LazyNorm):
-    cls_to_become = InstanceNorm3d
+LazyConv1d, LazyConv2d, LazyConv3d = (
+    _lazy(_LazyConv, cls, dims) for cls, dims in ((Conv1d, 2), (Conv2d, 3), (Conv3d, 4)))
+LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _lazy(_LazyConvTranspose, cls, dims)
+    for cls, dims in ((ConvTranspose1d, 2), (ConvTranspose2d, 3), (ConvTranspose3d, 4)))
+LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (
+    _lazy(_LazyNorm, cls) for cls in (BatchNorm1d, BatchNorm2d, BatchNorm3d))
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
+    _lazy(_LazyNorm, cls) for cls in (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d))

@@ -56,7 +56,8 @@ class Recording:
     def record_binary(self, op: str, left: int, right: int, scope: str | None) -> int:
         """`record` of a two-operand op without attrs, the commonest in elementwise loops,
         with the loop over operands unrolled: measured, a tenth of the 1.3 us an add takes
-        to record."""
+        to record. Its append is `record`'s, written out again: a method both call cost
+        40 ns of the 1.03 us."""
         pending = self.pending
         base = pending.base
         known = pending.external_index

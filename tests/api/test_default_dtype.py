@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from api_check import assert_same
+from gt_test_support import assert_raises_as_torch
 
 import gt
 from gt.ir.dtypes import default_float_as
@@ -161,11 +162,7 @@ def test_a_worker_program_restores_the_workers_default_after_it_fails():
 
 @pytest.mark.parametrize('dtype', [torch.int64, torch.complex64, 'float64', None])
 def test_what_torch_refuses_as_a_default_gt_refuses_alike(dtype):
-    with pytest.raises(TypeError) as theirs:
-        torch.set_default_dtype(dtype)
-    with pytest.raises(TypeError) as ours:
-        gt.set_default_dtype(dtype)
-    assert str(ours.value) == str(theirs.value)
+    assert_raises_as_torch(TypeError, lambda library: library.set_default_dtype(dtype))
     assert torch.get_default_dtype() is torch.float32
 
 

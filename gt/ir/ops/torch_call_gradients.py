@@ -138,42 +138,28 @@ def _torch_vjp_grad(*tensors, fn, args, kwargs, n_inputs, wants, differentiable,
 
 
 def _vjp_grad(emit, inputs, grads, fn, args, kwargs, n_inputs, wants, differentiable,
-              sizes=None):
-    """The gradient of a gradient: `torch_vjp_grad`, for the floating primals and
-    cotangents that want one."""
-    second = [i for i, tensor in enumerate(inputs)
-              if wanted(tensor) and tensor._type.dtype in FLOATING]
-    if not second:
+              second=None, higher=(), sizes=None):
+    """The gradient of a gradient, for the floating inputs that want one: of a
+    `torch_vjp` (`second` None), the second order; of a `torch_vjp_grad`, one order more
+    (hvp's double-backward trick differentiates a second derivative for its cotangent)."""
+    targets = [i for i, tensor in enumerate(inputs)
+               if wanted(tensor) and tensor._type.dtype in FLOATING]
+    if not targets:
         return [None] * len(inputs)
+    made_from = wants if second is None else higher[-1] if higher else second
     cotangents = [g if g is not None else zeros_like(emit, inputs[index])
-                  for g, index in zip(grads, wants)]
+                  for g, index in zip(grads, made_from)]
+    orders = (dict(second=targets) if second is None
+              else dict(second=second, higher=[*higher, targets]))
     attrs = dict(fn=fn, args=args, kwargs=kwargs, n_inputs=n_inputs, wants=wants,
-                 differentiable=differentiable, second=second)
+                 differentiable=differentiable, **orders)
     return scattered(emit('torch_vjp_grad', *inputs, *cotangents, **attrs, **sized(sizes)),
-                     second, len(inputs))
-
-
-def _higher_grad(emit, inputs, grads, fn, args, kwargs, n_inputs, wants, differentiable,
-                 second, higher=(), sizes=None):
-    """The gradient of a `torch_vjp_grad`: one order more (hvp's double-backward trick
-    differentiates a second derivative again, for its cotangent)."""
-    last = higher[-1] if higher else second
-    following = [i for i, tensor in enumerate(inputs)
-                 if wanted(tensor) and tensor._type.dtype in FLOATING]
-    if not following:
-        return [None] * len(inputs)
-    cotangents = [g if g is not None else zeros_like(emit, inputs[index])
-                  for g, index in zip(grads, last)]
-    attrs = dict(fn=fn, args=args, kwargs=kwargs, n_inputs=n_inputs, wants=wants,
-                 differentiable=differentiable, second=second,
-                 higher=[*higher, following])
-    return scattered(emit('torch_vjp_grad', *inputs, *cotangents, **attrs, **sized(sizes)),
-                     following, len(inputs))
+                     targets, len(inputs))
 
 
 ROWS = [
     OpDef('torch_vjp', _vjp_type, _torch_vjp, numpy_row(_torch_vjp), grad=_vjp_grad,
           shard=by_name_sharding.vjp_rule, traced=False),
     OpDef('torch_vjp_grad', _vjp_grad_type, _torch_vjp_grad, numpy_row(_torch_vjp_grad),
-          grad=_higher_grad, traced=False),
+          grad=_vjp_grad, traced=False),
 ]
