@@ -86,7 +86,7 @@ class Client(Recording, DispatcherWaits):
         self.next_id = 0
         self.pending = PendingFragment(0)
         self.releases: list[int] = []
-        self.last_sent: PendingFragment | None = None  # the fragment of the last Submit
+        self.submits_sent = 0
         self.reverts = Reverts()  # what rebound tensors go back to if their new value fails
         self.reports = Reports()  # failures, where their ops were recorded, work never run
         self.next_request = 0
@@ -186,6 +186,7 @@ class Client(Recording, DispatcherWaits):
             return self.next_request
         self._send_configs()  # before the fragment leaves self.pending: a failure loses nothing
         pending, releases, reverts = self.pending, self.releases, self.reverts.pairs
+        submits_sent = self.submits_sent
         try:
             self.pending, self.releases = PendingFragment(self.next_id), []
             reverts = self.reverts.take()
@@ -194,7 +195,7 @@ class Client(Recording, DispatcherWaits):
             # nothing was sent: send what can go
             self._salvage(pending, releases, error, reverts)
         except BaseException:
-            if self.last_sent is not pending:  # Ctrl-C before it went: it goes with the next
+            if self.submits_sent == submits_sent:  # Ctrl-C before it went: it goes with the next
                 self.pending, self.releases = pending, releases + self.releases
                 if self.reverts.pairs is not reverts:
                     self.reverts.pairs[:0] = reverts
@@ -223,7 +224,7 @@ class Client(Recording, DispatcherWaits):
             check_size(message, frames, self.max_message_bytes)
         with InterruptsHeld():
             send(self.socket, message, frames)
-            self.last_sent = pending
+            self.submits_sent += 1
         if pending.records:
             # Only each op's name is kept: the records (a tuple, a list of operands and
             # attrs per op) lived on for 256 fragments, and the garbage collector scanned
