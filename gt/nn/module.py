@@ -12,6 +12,12 @@ import torch
 from gt import fallback
 from gt.autograd import no_grad
 from gt.nn import module_hooks, module_state
+from gt.nn.module_hooks import (
+    GLOBAL_BACKWARD,
+    GLOBAL_BACKWARD_PRE,
+    GLOBAL_FORWARD,
+    GLOBAL_FORWARD_PRE,
+)
 from gt.nn.parameter import Buffer, Parameter, Parameters
 from gt.tensor import Tensor
 
@@ -59,7 +65,8 @@ class Module:
                 args = fallback.joined(args)
                 break
         if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks \
-                or self._backward_pre_hooks:
+                or self._backward_pre_hooks or GLOBAL_FORWARD_PRE or GLOBAL_FORWARD \
+                or GLOBAL_BACKWARD or GLOBAL_BACKWARD_PRE:
             return module_hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 

@@ -8,7 +8,9 @@ gradient on a stand-in (`input * 1`, exact) whose hook sees the module's whole
 contribution. The caller gets stand-ins of the outputs too, so that its own hooks on
 them change the gradient the module's hooks see, as in torch. That covers a module
 called with at most one tensor that requires grad, which is what layers are; more raise,
-naming the limit.
+naming the limit. Hooks on every module (torch.nn.modules.module's
+`register_module_forward_hook` and the rest, as profilers and activation recorders use
+them) live in this module's GLOBAL_* registries and run before each module's own.
 """
 
 import warnings
@@ -27,6 +29,14 @@ REGISTRIES = ('_forward_pre_hooks', '_forward_pre_hooks_with_kwargs', '_forward_
               '_forward_hooks_with_kwargs', '_forward_hooks_always_called', '_backward_hooks',
               '_backward_pre_hooks', '_state_dict_pre_hooks', '_state_dict_hooks',
               '_load_state_dict_pre_hooks', '_load_state_dict_post_hooks')
+# Hooks on every module (torch.nn.modules.module's register_module_*_hook), run before
+# each module's own, as torch runs them.
+GLOBAL_FORWARD_PRE: OrderedDict = OrderedDict()
+GLOBAL_FORWARD: OrderedDict = OrderedDict()
+GLOBAL_FORWARD_WITH_KWARGS: OrderedDict = OrderedDict()
+GLOBAL_FORWARD_ALWAYS_CALLED: OrderedDict = OrderedDict()
+GLOBAL_BACKWARD: OrderedDict = OrderedDict()
+GLOBAL_BACKWARD_PRE: OrderedDict = OrderedDict()
 NO_INPUT_GRADIENTS = ('Full backward hook is firing when gradients are computed with respect '
                       'to module outputs since no inputs require gradients. See '
                       'https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html'
@@ -68,7 +78,44 @@ def take_forward_pre_hook(module: Any, kind: type, matches: Callable) -> Any:
     return None
 
 
+def register_global(registry: OrderedDict, hook: Any, marks: tuple = ()) -> RemovableHandle:
+    """A hook on every module: torch's `register_module_forward_hook` and the rest."""
+    handle = RemovableHandle(registry, extra_dict=list(marks))
+    registry[handle.id] = hook
+    for mark in marks:
+        mark[handle.id] = True
+    return handle
+
+
+def register_module_forward_pre_hook(hook: Any) -> RemovableHandle:
+    """`hook(module, args)` before every module's forward (and its own pre-hooks)."""
+    return register_global(GLOBAL_FORWARD_PRE, hook)
+
+
+def register_module_forward_hook(hook: Any, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """`hook(module, args, output)` after every module's forward (`with_kwargs`:
+    `hook(module, args, kwargs, output)`)."""
+    return register_global(GLOBAL_FORWARD, hook, (
+        (GLOBAL_FORWARD_WITH_KWARGS,) if with_kwargs else ()) + (
+        (GLOBAL_FORWARD_ALWAYS_CALLED,) if always_call else ()))
+
+
+def register_module_full_backward_pre_hook(hook: Any) -> RemovableHandle:
+    """`hook(module, grad_output)` for every module, before its own backward pre-hooks."""
+    return register_global(GLOBAL_BACKWARD_PRE, hook)
+
+
+def register_module_full_backward_hook(hook: Any) -> RemovableHandle:
+    """`hook(module, grad_input, grad_output)` for every module, before its own."""
+    return register_global(GLOBAL_BACKWARD, hook)
+
+
 def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
+    for hook in list(GLOBAL_FORWARD_PRE.values()):
+        result = hook(module, args)
+        if result is not None:
+            args = result if isinstance(result, tuple) else (result,)
     with_kwargs = module._forward_pre_hooks_with_kwargs
     for key, hook in list(module._forward_pre_hooks.items()):
         if key in with_kwargs:
@@ -79,22 +126,24 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
             result = hook(module, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-    watch = _BackwardWatch(module, args) if module._backward_hooks else None
+    watch = _BackwardWatch(module, args) if module._backward_hooks or GLOBAL_BACKWARD \
+        else None
     if watch is not None:
         args = watch.inputs
     output = module.forward(*args, **kwargs)
-    with_kwargs = module._forward_hooks_with_kwargs
-    for key, hook in list(module._forward_hooks.items()):
-        result = hook(module, args, kwargs, output) if key in with_kwargs else \
-            hook(module, args, output)
-        if result is not None:
-            output = result
-    if module._backward_pre_hooks or watch is not None:
+    for registry, with_kwargs in ((GLOBAL_FORWARD, GLOBAL_FORWARD_WITH_KWARGS),
+                                  (module._forward_hooks, module._forward_hooks_with_kwargs)):
+        for key, hook in list(registry.items()):
+            result = hook(module, args, kwargs, output) if key in with_kwargs else \
+                hook(module, args, output)
+            if result is not None:
+                output = result
+    if module._backward_pre_hooks or GLOBAL_BACKWARD_PRE or watch is not None:
         # The caller gets stand-ins, as torch's gets its BackwardHook's outputs: hooks the
         # caller puts on them run before the module's, which watch the module's own.
         inner, output = output, _stand_ins(output)
-        if module._backward_pre_hooks:  # first: the full backward hooks see its result
-            _before_backward(module, inner)
+        if module._backward_pre_hooks or GLOBAL_BACKWARD_PRE:  # first: the full backward
+            _before_backward(module, inner)                   # hooks see its result
         if watch is not None:
             watch.watch_outputs(inner)
     return output
@@ -127,7 +176,7 @@ def _before_backward(module: Any, output: Any) -> None:
 
     def arrived(grad: Tensor) -> Tensor | None:
         grad_output = tuple(grad if i == index else None for i in range(count))
-        for hook in list(module._backward_pre_hooks.values()):
+        for hook in [*GLOBAL_BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
             replaced = hook(module, grad_output)
             if replaced is not None:
                 grad_output = tuple(replaced)
@@ -183,7 +232,7 @@ class _BackwardWatch:
 
     def _call(self, grad_input: tuple) -> tuple | None:
         result = None
-        for hook in list(self.module._backward_hooks.values()):
+        for hook in [*GLOBAL_BACKWARD.values(), *self.module._backward_hooks.values()]:
             replaced = hook(self.module, grad_input, tuple(self.grad_outputs))
             if replaced is not None:
                 replaced = tuple(replaced)

@@ -6,7 +6,8 @@ Each of torch's submodules (`batchnorm`, `conv`, `loss`, ...) is mirrored by one
 GT's classes of the same names, private bases included. A name GT has no class for is
 left out: torch's class there would make every such isinstance test False in silence.
 `utils` keeps torch's tuple helpers (`_pair`, `_ntuple`), which custom layers import and
-which take no tensors.
+which take no tensors, and `module` has GT's hooks on every module
+(`register_module_forward_hook` and the rest).
 """
 
 import sys
@@ -14,7 +15,12 @@ import types
 
 import torch.nn.modules as _torch_modules
 
+from gt.nn import module_hooks
+
 TUPLE_HELPERS = ('_ntuple', '_single', '_pair', '_triple', '_quadruple', '_reverse_repeat_tuple')
+# torch.nn.modules.module's hooks on every module (gt/nn/module_hooks.py).
+GLOBAL_HOOKS = ('register_module_forward_pre_hook', 'register_module_forward_hook',
+                'register_module_full_backward_pre_hook', 'register_module_full_backward_hook')
 
 
 def _gt_classes() -> dict:
@@ -42,6 +48,8 @@ def _mirror() -> None:
                 setattr(package, attribute, classes[attribute])
             elif name == 'utils' and attribute in TUPLE_HELPERS:
                 setattr(mirror, attribute, value)
+            elif name == 'module' and attribute in GLOBAL_HOOKS:
+                setattr(mirror, attribute, getattr(module_hooks, attribute))
         sys.modules[mirror.__name__] = mirror
         setattr(package, name, mirror)
 

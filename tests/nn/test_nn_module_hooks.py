@@ -165,3 +165,41 @@ def test_a_backward_hook_without_input_gradients_warns_as_torchs():
         layer(gt.ones(2)).sum().backward()
     assert caught[0].filename == __file__
     assert seen == [(None,)]
+
+
+def hooked_everywhere(lib):
+    """torch.nn.modules.module's hooks on every module: run before each module's own,
+    forward and full backward, replacing outputs, and gone once removed."""
+    import importlib
+
+    module_module = importlib.import_module(f'{lib.__name__}.nn.modules.module')
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.ReLU(), lib.nn.Linear(3, 2))
+    seen = []
+    handles = [
+        module_module.register_module_forward_pre_hook(
+            lambda m, a: seen.append(('pre', type(m).__name__))),
+        module_module.register_module_forward_hook(
+            lambda m, a, o: seen.append(('forward', type(m).__name__, tuple(o.shape)))),
+        module_module.register_module_full_backward_hook(
+            lambda m, gi, go: seen.append(('backward', type(m).__name__, len(gi)))),
+        module_module.register_module_full_backward_pre_hook(
+            lambda m, go: seen.append(('before backward', type(m).__name__))),
+        module_module.register_module_forward_hook(
+            lambda m, a, kw, o: o * 2 if isinstance(m, lib.nn.ReLU) else None,
+            with_kwargs=True)]
+    try:
+        model[0].register_forward_hook(lambda m, a, o: seen.append(('own', type(m).__name__)))
+        x = lib.randn(5, 4, requires_grad=True)
+        out = model(x)
+        out.sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    after = len(seen)
+    model(x)
+    return seen, seen[after:], out.tolist(), x.grad.tolist()
+
+
+def test_hooks_on_every_module_run_as_torchs():
+    assert hooked_everywhere(gt) == hooked_everywhere(torch)
