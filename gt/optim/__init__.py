@@ -8,6 +8,7 @@ script ports by changing its imports:
 
 from gt.optim import lr_scheduler, swa_utils
 from gt.optim.adadelta import Adadelta
+from gt.optim.adafactor import Adafactor
 from gt.optim.adagrad import Adagrad
 from gt.optim.adam import Adam, AdamW
 from gt.optim.adamax import Adamax
@@ -21,4 +22,4 @@ from gt.optim.rprop import Rprop
 from gt.optim.sgd import SGD
 
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'Adadelta', 'Adamax',
-           'ASGD', 'NAdam', 'RAdam', 'Rprop', 'LBFGS', 'lr_scheduler', 'swa_utils']
+           'ASGD', 'NAdam', 'RAdam', 'Rprop', 'LBFGS', 'Adafactor', 'lr_scheduler', 'swa_utils']

@@ -38,6 +38,9 @@ CONFIGS = [
     ('ASGD', dict(lr=1e-2, lambd=1e-2, alpha=0.5, t0=5, weight_decay=1e-2, maximize=True)),
     ('Rprop', dict(lr=1e-2)),
     ('Rprop', dict(lr=3e-3, etas=(0.4, 1.5), step_sizes=(1e-4, 1e-2), maximize=True)),
+    ('Adafactor', dict()),
+    ('Adafactor', dict(lr=3e-2, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=1.5, weight_decay=1e-2,
+                       maximize=True)),
 ]
 
 

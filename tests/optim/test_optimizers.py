@@ -60,7 +60,8 @@ def test_groups_and_defaults_have_torchs_keys(name):
 
 
 STATEFUL = [('SGD', dict(lr=0.1, momentum=0.9)), ('Adam', dict(lr=0.01, amsgrad=True)),
-            ('RMSprop', dict(lr=0.01, momentum=0.5, centered=True)), ('Adagrad', dict(lr=0.1))]
+            ('RMSprop', dict(lr=0.01, momentum=0.5, centered=True)), ('Adagrad', dict(lr=0.1)),
+            ('Adafactor', dict(lr=0.01))]
 
 
 def two_groups(model):
@@ -192,7 +193,8 @@ def test_the_old_names_are_the_new_classes():
 
 HELD = [('SGD', dict(lr=0.1, momentum=0.9)), ('Adam', dict(amsgrad=True)), ('RMSprop', dict(
     momentum=0.5, centered=True)), ('Adagrad', dict()), ('NAdam', dict()), ('RAdam', dict()),
-    ('Adamax', dict()), ('Adadelta', dict()), ('ASGD', dict(t0=1)), ('Rprop', dict())]
+    ('Adamax', dict()), ('Adadelta', dict()), ('ASGD', dict(t0=1)), ('Rprop', dict()),
+    ('Adafactor', dict())]
 
 
 @pytest.mark.parametrize('name,options', HELD, ids=[name for name, _ in HELD])
