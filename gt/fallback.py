@@ -89,7 +89,7 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
     wire_args = [encode(arg, tensor_index) for arg in args]
     wire_kwargs = {key: encode(value, tensor_index) for key, value in kwargs.items()}
     types = tuple(tensor._type for tensor in inputs)
-    random = name in torch_functions.RANDOM
+    random = torch_functions.draws(name, kwargs)
     try:
         found = signature(name, types, wire_args, wire_kwargs, factory=not inputs)
     except NeedsData:

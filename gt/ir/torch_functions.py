@@ -76,6 +76,20 @@ RANDOM = frozenset({
     'torch.nn.functional.fractional_max_pool3d_with_indices',
 })
 
+# Those of RANDOM that draw nothing when given their random numbers: a call with them is
+# a pure call, which differentiates (gt/nn/fractional_max_pool.py draws them first).
+SAMPLES_GIVEN = frozenset({
+    'torch.nn.functional.fractional_max_pool2d', 'torch.nn.functional.fractional_max_pool3d',
+    'torch.nn.functional.fractional_max_pool2d_with_indices',
+    'torch.nn.functional.fractional_max_pool3d_with_indices'})
+
+
+def draws(name: str, kwargs: dict) -> bool:
+    """Whether the call `name(..., **kwargs)` draws from the session's generator."""
+    return name in RANDOM and not (
+        name in SAMPLES_GIVEN and kwargs.get('_random_samples') is not None)
+
+
 # Those of RANDOM that take `generator=`: they draw from the session's generator given
 # so, the same numbers as torch's default generator in its state gives (checked), without
 # lending it that global state (gt/ir/borrowed_generator.py).

@@ -47,6 +47,7 @@ from gt.nn.distance import CosineSimilarity, PairwiseDistance
 from gt.nn.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from gt.nn.embedding_bag import EmbeddingBag
 from gt.nn.fold import Fold, Unflatten, Unfold
+from gt.nn.fractional_max_pool import FractionalMaxPool2d, FractionalMaxPool3d
 from gt.nn.functional import relu, sigmoid, tanh
 from gt.nn.layers import (
     GELU,
@@ -191,7 +192,8 @@ __all__ = [
     'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss', 'Optimizer', 'SGD', 'Adam',
     'AdamW', 'functional', 'optim', 'utils', 'relu', 'sigmoid', 'tanh', 'cross_entropy_loss',
     'ModuleDict', 'ParameterList', 'ParameterDict', 'Conv1d', 'Conv2d', 'MaxPool1d',
-    'MaxPool2d', 'AvgPool1d', 'AvgPool2d', 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d',
+    'MaxPool2d', 'FractionalMaxPool2d', 'FractionalMaxPool3d', 'AvgPool1d', 'AvgPool2d',
+    'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d',
     'LeakyReLU', 'RReLU', 'SiLU', 'ELU', 'Mish', 'Hardtanh', 'ReLU6', 'Softplus', 'init',
     'RNNBase', 'RNN', 'LSTM', 'GRU', 'RNNCellBase', 'RNNCell', 'LSTMCell', 'GRUCell',
     'MultiheadAttention', 'TransformerEncoderLayer', 'TransformerEncoder',

@@ -27,6 +27,12 @@ from gt.nn.dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from gt.nn.fractional_max_pool import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from gt.nn.loss_modules import gaussian_nll_loss
 from gt.nn.losses import (
     binary_cross_entropy,
@@ -398,7 +404,9 @@ __all__ = [
     'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'cross_entropy', 'nll_loss',
     'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout', 'feature_alpha_dropout',
     'gaussian_nll_loss', 'instance_norm', 'gumbel_softmax', 'triplet_margin_with_distance_loss',
-    'max_pool1d', 'max_pool2d', 'max_pool3d',
+    'max_pool1d', 'max_pool2d', 'max_pool3d', 'fractional_max_pool2d',
+    'fractional_max_pool3d', 'fractional_max_pool2d_with_indices',
+    'fractional_max_pool3d_with_indices',
 ]
 
 __getattr__ = namespace('torch.nn.functional', globals())
