@@ -353,9 +353,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     """Rows of `weight` picked by the integer tensor `input`. The `padding_idx` row gets no
     gradient: its lookups come from a detached weight. `max_norm` first rescales the rows
     `input` picks whose norm exceeds it, as torch does in place, here by rebinding
-    `weight`. `sparse` gradients are dense ones here (GT has no sparse layout)."""
-    if scale_grad_by_freq:
-        raise NotImplementedError('embedding: scale_grad_by_freq=True is not supported by GT')
+    `weight`. `sparse` gradients are dense ones here (GT has no sparse layout).
+    `scale_grad_by_freq` runs torch's embedding by name, whose gradient divides each row's
+    by how often the batch picks it."""
     if padding_idx is not None:
         rows = weight.shape[0]
         if not -rows <= padding_idx < rows:
@@ -364,6 +364,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         padding_idx %= rows
     if max_norm is not None:
         _renormalize_rows(weight, input, max_norm, norm_type)
+    if scale_grad_by_freq:
+        return call('torch.nn.functional.embedding', (input, weight),
+                    dict(padding_idx=padding_idx, scale_grad_by_freq=True))
     output = emit('embedding', weight, input)
     if padding_idx is None or not (weight.requires_grad and is_grad_enabled()):
         return output

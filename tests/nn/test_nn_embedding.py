@@ -1,6 +1,6 @@
 """nn.Embedding and F.embedding against torch: padding_idx (its row zeroed at the start and
-given no gradient), max_norm (rows rescaled as they are looked up), from_pretrained, and
-seeded draws equal to torch's."""
+given no gradient), max_norm (rows rescaled as they are looked up), scale_grad_by_freq,
+from_pretrained, and seeded draws equal to torch's."""
 
 import pytest
 import torch
@@ -20,9 +20,12 @@ def run(lib, **options):
 
 @pytest.mark.parametrize('options', [{}, {'padding_idx': 1}, {'padding_idx': -1},
                                      {'max_norm': 1.0}, {'max_norm': 0.5, 'norm_type': 1.0},
-                                     {'padding_idx': 2, 'max_norm': 1.0}],
+                                     {'padding_idx': 2, 'max_norm': 1.0},
+                                     {'scale_grad_by_freq': True},
+                                     {'scale_grad_by_freq': True, 'padding_idx': 1,
+                                      'max_norm': 1.0}],
                          ids=['plain', 'padding', 'negative-padding', 'max-norm',
-                              'max-norm-l1', 'both'])
+                              'max-norm-l1', 'both', 'by-frequency', 'by-frequency-and-all'])
 def test_matches_torch(options):
     mine, mine_out = run(gt, **options)
     theirs, theirs_out = run(torch, **options)
