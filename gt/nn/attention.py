@@ -109,9 +109,11 @@ def multi_head_attention_forward(
         is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
     """torch.nn.functional.multi_head_attention_forward's math, sequence-first: query
     (L, N, E) or (L, E), key and value (S, N, E_k/E_v) or (S, E_k/E_v)."""
-    if bias_k is not None or bias_v is not None or static_k is not None or static_v is not None:
+    if static_k is not None or static_v is not None:
         raise NotImplementedError('gt.nn: multi_head_attention_forward does not support '
-                                  'bias_k/bias_v (add_bias_kv) or static_k/static_v')
+                                  'static_k/static_v')
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError('bias_k and bias_v go together (add_bias_kv)')
     batched = _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -147,15 +149,22 @@ def multi_head_attention_forward(
                                  f'{tuple(value.shape)}')
         weights = [in_proj_weight]
     q, k, v = _in_projection(query, key, value, weights, in_proj_bias)
+    if bias_k is not None:  # a learned key and value every query may attend to
+        k, v = cat([k, bias_k.repeat(1, bsz, 1)]), cat([v, bias_v.repeat(1, bsz, 1)])
+        src_len += 1
 
     if attn_mask is not None:
-        expected = (tgt_len, src_len) if attn_mask.ndim == 2 else \
-            (bsz * num_heads, tgt_len, src_len)
+        given_len = src_len - (bias_k is not None)
+        expected = (tgt_len, given_len) if attn_mask.ndim == 2 else \
+            (bsz * num_heads, tgt_len, given_len)
         if tuple(attn_mask.shape) != expected:
             raise RuntimeError(f'The shape of the {attn_mask.ndim}D attn_mask is '
                                f'{list(attn_mask.shape)}, but should be {expected}.')
         if attn_mask.ndim == 2:
             attn_mask = attn_mask.unsqueeze(0)
+    if bias_k is not None:  # nothing masks the learned key
+        attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else F.pad(key_padding_mask, (0, 1))
     # (L, N, E) -> (N * heads, L, head_dim): heads become batches.
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
@@ -215,9 +224,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f'embed_dim and num_heads must be greater than 0, got '
                              f'embed_dim={embed_dim} and num_heads={num_heads} instead')
-        if add_bias_kv:
-            raise NotImplementedError('gt.nn.MultiheadAttention does not support '
-                                      'add_bias_kv=True')
         super().__init__()
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
@@ -242,7 +248,11 @@ class MultiheadAttention(Module):
                                 Parameter(zeros(3 * embed_dim, dtype=dtype)) if bias else None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
                                                         dtype=dtype)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:
+            self.bias_k = Parameter(zeros(1, 1, embed_dim, dtype=dtype))
+            self.bias_v = Parameter(zeros(1, 1, embed_dim, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -256,6 +266,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor,
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,

@@ -104,6 +104,16 @@ def test_add_zero_attn():
     check_masked(mine, theirs, [x, x, x], **masks('key_padding_and_causal', L, L, N))
 
 
+@pytest.mark.parametrize('mask', ['none', 'key_padding_and_causal', 'bool_3d'])
+@pytest.mark.parametrize('zero_attn', [False, True])
+def test_add_bias_kv(zero_attn, mask):
+    """A learned key and value row every query may attend to, unmasked."""
+    mine = nn.MultiheadAttention(E, HEADS, add_bias_kv=True, add_zero_attn=zero_attn)
+    theirs = torch.nn.MultiheadAttention(E, HEADS, add_bias_kv=True, add_zero_attn=zero_attn)
+    (x,) = inputs((L, N, E))
+    check_masked(mine, theirs, [x, x, x], **masks(mask, L, L, N))
+
+
 def test_dropout_applies_in_training_only():
     attention = nn.MultiheadAttention(E, HEADS, dropout=0.5)
     theirs = torch.nn.MultiheadAttention(E, HEADS, dropout=0.5).eval()
@@ -121,7 +131,8 @@ def test_is_causal_needs_a_mask_as_in_torch():
         nn.MultiheadAttention(E, HEADS)(x, x, x, is_causal=True)
 
 
-@pytest.mark.parametrize('kwargs', [{}, {'kdim': 4, 'vdim': 6}, {'bias': False}])
+@pytest.mark.parametrize('kwargs', [{}, {'kdim': 4, 'vdim': 6}, {'bias': False},
+                                    {'add_bias_kv': True}])
 def test_names_shapes_and_seeded_draws_are_torchs(kwargs):
     gt.manual_seed(7)
     mine = nn.MultiheadAttention(E, HEADS, **kwargs)
@@ -145,8 +156,6 @@ def test_bad_arguments_raise_as_torch():
             lib.MultiheadAttention(10, 3)
         with pytest.raises(ValueError, match='must be greater than 0'):
             lib.MultiheadAttention(8, 0)
-    with pytest.raises(NotImplementedError, match='add_bias_kv'):
-        nn.MultiheadAttention(E, HEADS, add_bias_kv=True)
 
 
 def test_mismatched_mask_types_warn_as_torch():
