@@ -9,7 +9,7 @@ import torch
 
 from gt import data_loading
 from gt.ir.dtypes import DTYPE_NAMES, TORCH_DTYPES, default_float, dtype_name, python_number
-from gt.ir.ops.random_state import unpack
+from gt.ir.ops.random_state import pack, unpack
 from gt.runtime import client as connection
 from gt.tensor import Tensor, apply, creation
 
@@ -266,10 +266,18 @@ def get_rng_state() -> Tensor:
     return apply('rng_state', [client])
 
 
+_TORCH_STATE_SHAPE = torch.get_rng_state().shape
+
+
 def set_rng_state(new_state: Any) -> None:
     """torch.set_rng_state(state), for a state `get_rng_state` gave (a GT tensor, or the
     torch tensor a checkpoint saved it as): the next draws repeat those that followed it.
-    Reading the client's part fetches the state (one round trip) when it is a GT tensor."""
+    Reading the client's part fetches the state (one round trip) when it is a GT tensor.
+    torch's own state (`torch.get_rng_state()`, as a torch checkpoint holds it) sets both
+    the workers' generator and this process's, as it set torch's one generator."""
+    if isinstance(new_state, torch.Tensor) and new_state.shape == _TORCH_STATE_SHAPE:
+        own = new_state.cpu().numpy().tobytes()
+        new_state = torch.from_numpy(pack(own, own))
     state = as_tensor(new_state)
     apply('set_rng_state', [state])
     values = new_state if isinstance(new_state, torch.Tensor) else state._value()

@@ -75,3 +75,20 @@ def test_fork_rng_seed_and_initial_seed_as_torchs():
     again = gt.randn(2).tolist()
     gt.random.manual_seed(chosen)
     assert gt.randn(2).tolist() == again
+
+
+def test_torchs_own_state_from_a_torch_checkpoint_sets_every_draw():
+    """A torch checkpoint holds torch.get_rng_state(), torch's one generator: set in GT,
+    the workers' draws and this process's shuffles continue as torch's would."""
+    torch.manual_seed(5)
+    torch.randn(7)
+    state = torch.get_rng_state()
+    results = []
+    for library in (torch, gt):
+        library.manual_seed(0)
+        library.set_rng_state(state)
+        draws = [library.randn(3).tolist(), library.randint(0, 10, (4,)).tolist()]
+        library.set_rng_state(state)
+        loader = library.utils.data.DataLoader(list(range(6)), batch_size=3, shuffle=True)
+        results.append(draws + [next(iter(loader)).tolist()])
+    assert results[0] == results[1]
