@@ -17,6 +17,7 @@ from gt.ir import OPS, TensorType, dtypes
 from gt.ir.dtypes import FLOATING, TORCH_DTYPES, number_operand_dtype, python_number
 from gt.ir.invalid_op import InvalidOpError
 from gt.ir.ops.creation import check_literal
+from gt.plain_attrs import plain_attrs
 from gt.runtime import client as connection
 from gt.runtime import ownership
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
@@ -360,7 +361,13 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
         key = (op, input_types, (), ())
         types = _inferred.get(key)
     if types is None:
-        types = _infer(op, input_types, attrs)
+        try:
+            types = _infer(op, input_types, attrs)
+        except (InvalidOpError, TypeError):
+            plain = plain_attrs(attrs)  # `x.sum(gt.tensor(1))`: its dim as torch takes it
+            if plain is attrs:
+                raise
+            attrs, key, types = plain, None, _infer(op, input_types, plain)  # not remembered
         if key is not None:
             _remember(key, types)
     if inputs:

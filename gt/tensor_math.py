@@ -6,6 +6,7 @@ op of the table through `gt.tensor.apply`.
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from gt import tensor as core
@@ -266,8 +267,11 @@ def _scaled_sum(input: Any, product: Any, beta: float, alpha: float) -> Any:
 
 
 def _dim_attr(dim: Any) -> Any:
-    """A copy: the user's list may change after the op is recorded."""
-    return list(dim) if isinstance(dim, (tuple, list)) else dim
+    """A copy: the user's list may change after the op is recorded. A NumPy integer is
+    the int it holds, as torch takes it (`x.max(np.int64(1))` gives values and indices)."""
+    if isinstance(dim, (tuple, list)):
+        return list(dim)
+    return dim.item() if isinstance(dim, np.integer) else dim
 
 
 def _dims(dim: Any, keepdim: bool, axis: Any, keepdims: Any) -> dict:

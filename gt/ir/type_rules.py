@@ -4,6 +4,8 @@ Errors name the op and the shapes (ValueError) or dtypes (TypeError), because th
 raises them at the user's line.
 """
 
+import numpy as np
+
 from gt.ir.dtypes import DIMENSIONED, DTYPES, FLOATING, ZERO_DIM, result_type
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import DimOutOfRangeError, InvalidOpError
@@ -32,6 +34,8 @@ def common_dtype(*types: TensorType) -> str:
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in [-ndim, ndim) as a non-negative index (0-d tensors accept 0 and -1)."""
     bound = max(ndim, 1)
+    if isinstance(dim, np.integer):  # as torch takes one; the wire sends the int it holds
+        dim = int(dim)
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise ValueError(f'{op}: dim must be an int, got {dim!r}')
     if not -bound <= dim < bound:
@@ -49,7 +53,8 @@ def normalize_dims(
     """
     if dim is None:
         return tuple(range(ndim))
-    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    dims = tuple(int(d) if isinstance(d, np.integer) else d
+                 for d in (dim if isinstance(dim, (list, tuple)) else (dim,)))
     if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
         raise ValueError(f'{op}: dim must be None, an int or a list of ints, got {dim!r}')
     if not dims:

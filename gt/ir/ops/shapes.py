@@ -61,8 +61,8 @@ def _squeeze_type(types, dim):
     (x,) = types
     if dim is None:
         dims = range(len(x.shape))
-    elif isinstance(dim, int) or dim:
-        dims = normalize_dims('squeeze', dim, len(x.shape))
+    elif isinstance(dim, int) or not isinstance(dim, (list, tuple)) or dim:
+        dims = normalize_dims('squeeze', dim, len(x.shape))  # refuses what is not an int
     else:
         dims = ()  # torch.squeeze(x, []) squeezes nothing
     dropped = {axis for axis in dims if x.shape and x.shape[axis] == 1}
