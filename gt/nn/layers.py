@@ -227,4 +227,10 @@ class Flatten(Module):
 
 
 class Identity(Module):
+    """Takes any arguments and ignores them, as torch's does (`norm_layer(dim)` where the
+    norm layer may be Identity)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
     def forward(self, input: Tensor) -> Tensor: return input

@@ -173,8 +173,9 @@ def test_functional_forms():
 
 
 def test_flatten_and_identity():
-    check_module(nn.Sequential(nn.Flatten(), nn.Identity(), nn.Linear(12, 2)),
-                 torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Identity(),
+    """Identity takes and ignores any arguments (`norm_layer(dim)`, `act(inplace=True)`)."""
+    check_module(nn.Sequential(nn.Flatten(), nn.Identity(12, inplace=True), nn.Linear(12, 2)),
+                 torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Identity(12, inplace=True),
                                      torch.nn.Linear(12, 2)), randn(5, 3, 4))
 
 
