@@ -91,6 +91,16 @@ class ValueMethods:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype)
 
+    def __array_wrap__(self, array: np.ndarray, context: Any = None,
+                       return_scalar: bool = False) -> Any:
+        """A NumPy function's result on a GT tensor (`np.exp(x)`) is a GT tensor, as
+        torch's is one of its own: bools as uint8, as torch's."""
+        from gt.creation import from_numpy
+
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return from_numpy(np.require(array, requirements='C'))
+
 
 def _with_suffix(text: str, suffix: str) -> str:
     """torch's repr `text` with one more suffix before its closing parenthesis, on a line

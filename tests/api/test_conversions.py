@@ -222,3 +222,25 @@ def test_repr_of_grad_tensors_wraps_its_suffix_as_torchs(make):
     leaf, torch_leaf = make(gt).requires_grad_(), make(torch).requires_grad_()
     assert repr(leaf) == repr(torch_leaf)
     assert repr(leaf * 3) == repr(torch_leaf * 3)
+
+
+NUMPY_FUNCTIONS = {
+    'exp': np.exp, 'abs': np.abs, 'isnan': np.isnan, 'argmax': np.argmax,
+    'clip': lambda x: np.clip(x, 0, 1), 'add': lambda x: np.add(x, 1),
+    'matmul': lambda x: np.matmul(x, x), 'round': np.round,
+    'reshape': lambda x: np.reshape(x, (3, 1)), 'sort': np.sort,
+    'allclose': lambda x: np.allclose(x, [1, -2, 3]),
+}
+
+
+@pytest.mark.parametrize('name', NUMPY_FUNCTIONS)
+def test_numpy_functions_of_a_tensor_give_a_tensor_as_torchs_do(name):
+    """A NumPy function's result on a tensor is a tensor (bools as uint8), 0-d where
+    NumPy's is a scalar, as torch's `__array_wrap__` makes it."""
+    results = []
+    for module in (torch, gt):
+        result = NUMPY_FUNCTIONS[name](module.tensor([1.0, -2.0, 3.0]))
+        kind = 'tensor' if isinstance(result, (torch.Tensor, gt.Tensor)) else type(result)
+        results.append((kind, str(getattr(result, 'dtype', None)),
+                        result.tolist() if hasattr(result, 'tolist') else result))
+    assert results[0] == results[1]
