@@ -18,6 +18,7 @@ from gt import (
     backends,
     compiler,
     config,
+    cpu,
     cuda,
     debug,
     distributed,
@@ -199,6 +200,11 @@ def is_autocast_enabled(device_type: str | None = None) -> bool:
     return False  # gt.autocast runs ops in their inputs' dtypes (gt/amp.py)
 
 
+def get_autocast_dtype(device_type: str) -> _torch.dtype:
+    """The dtype autocast would use there: torch's defaults (GT does not autocast)."""
+    return _torch.bfloat16 if device_type == 'cpu' else _torch.float16
+
+
 def get_float32_matmul_precision() -> str:
     return _float32_matmul_precision
 
@@ -227,7 +233,8 @@ __all__ = [
     'get_num_threads', 'set_float32_matmul_precision', 'get_float32_matmul_precision',
     'use_deterministic_algorithms', 'are_deterministic_algorithms_enabled',
     'is_deterministic_algorithms_warn_only_enabled', 'set_default_device',
-    'is_autocast_enabled', 'compile', 'FloatTensor', 'DoubleTensor', 'HalfTensor',
+    'is_autocast_enabled', 'get_autocast_dtype', 'cpu', 'compile', 'FloatTensor',
+    'DoubleTensor', 'HalfTensor',
     'BFloat16Tensor', 'LongTensor', 'IntTensor', 'ShortTensor', 'CharTensor', 'ByteTensor',
     'BoolTensor', 'distributions', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled',
     'set_anomaly_enabled', 'compiler', 'vmap', 'set_default_dtype', 'set_default_tensor_type',

@@ -278,3 +278,24 @@ def test_gt_distributed_answers_a_scripts_questions_as_torch_without_a_group():
         dist.get_rank()
     with pytest.raises(AttributeError, match='not a member of a process group'):
         dist.init_process_group('gloo')
+
+
+def cpu_boilerplate(module):
+    """torch.cpu's answers and the older `torch.cpu.amp.autocast` spelling."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # GT says it does not autocast; torch may warn too
+        with module.cpu.amp.autocast(dtype=module.bfloat16):
+            inside = (module.ones(2) * 2).tolist()
+
+        @module.cpu.amp.autocast()
+        def decorated(x):
+            return x + 1
+        after = decorated(module.ones(1)).tolist()
+    module.cpu.synchronize()
+    return [module.cpu.is_available(), module.cpu.device_count(),
+            module.cpu.current_device(), module.get_autocast_dtype('cpu'),
+            module.get_autocast_dtype('cuda'), inside, after]
+
+
+def test_torch_cpu_answers_as_torchs():
+    assert cpu_boilerplate(gt) == cpu_boilerplate(torch)
