@@ -126,11 +126,11 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         return self._type.shape[0]
 
     def __iter__(self):
-        for index in range(len(self)):
-            yield self[index]
+        if not self._type.shape:
+            raise TypeError('iteration over a 0-d tensor')  # at iter(), as torch's
+        return map(self.__getitem__, range(self._type.shape[0]))
 
-    def __hash__(self) -> int:
-        return id(self)
+    def __hash__(self) -> int: return id(self)
 
     # ---- arithmetic ------------------------------------------------------------------
     def __add__(self, other):

@@ -77,7 +77,9 @@ class ValueMethods:
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:
             return format(self.item(), spec)
-        return format(repr(self), spec)
+        if spec:  # as torch's: a spec is for a number
+            raise TypeError('unsupported format string passed to Tensor.__format__')
+        return repr(self)
 
     def __repr__(self) -> str:
         text = repr(self._value())

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from api_check import array, assert_same, pair
+from gt_test_support import assert_raises_as_torch
 
 import gt
 
@@ -244,3 +245,13 @@ def test_numpy_functions_of_a_tensor_give_a_tensor_as_torchs_do(name):
         results.append((kind, str(getattr(result, 'dtype', None)),
                         result.tolist() if hasattr(result, 'tolist') else result))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize('mistake', [
+    lambda m: f'{m.tensor([0.5]):.2f}', lambda m: format(m.ones(2, 2), '>10'),
+    lambda m: iter(m.tensor(1)),
+], ids=['format spec', 'format width', 'iterating a 0-d tensor'])
+def test_formatting_and_iteration_refuse_as_torchs(mistake):
+    assert_raises_as_torch(TypeError, mistake)
+    assert f'{gt.tensor(0.5):.2f}' == f'{torch.tensor(0.5):.2f}'
+    assert f'{gt.tensor([0.5])}' == f'{torch.tensor([0.5])}'
