@@ -10,6 +10,7 @@ import torch
 
 from gt import tensor as core
 from gt.autograd import grad_mode
+from gt.ir.dtypes import FLOATING
 
 
 class OperatorMethods:
@@ -38,7 +39,11 @@ class OperatorMethods:
     def __neg__(self): return core.apply('neg', [self])
     def __pos__(self): return self
     def __abs__(self): return core.apply('abs', [self])
-    def __invert__(self): return core.apply('bitwise_not', [self])
+    def __invert__(self):
+        if self._type.dtype in FLOATING:  # torch's operator says so itself, as a TypeError
+            raise TypeError('~ (operator.invert) is only implemented on integer and '
+                            'Boolean-type tensors')
+        return core.apply('bitwise_not', [self])
     def __and__(self, other): return core.binary('bitwise_and', self, other)
     def __rand__(self, other): return core.binary('bitwise_and', other, self)
     def __or__(self, other): return core.binary('bitwise_or', self, other)

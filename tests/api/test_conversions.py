@@ -249,8 +249,8 @@ def test_numpy_functions_of_a_tensor_give_a_tensor_as_torchs_do(name):
 
 @pytest.mark.parametrize('mistake', [
     lambda m: f'{m.tensor([0.5]):.2f}', lambda m: format(m.ones(2, 2), '>10'),
-    lambda m: iter(m.tensor(1)),
-], ids=['format spec', 'format width', 'iterating a 0-d tensor'])
+    lambda m: iter(m.tensor(1)), lambda m: ~m.tensor([1.0]),
+], ids=['format spec', 'format width', 'iterating a 0-d tensor', 'inverting floats'])
 def test_formatting_and_iteration_refuse_as_torchs(mistake):
     assert_raises_as_torch(TypeError, mistake)
     assert f'{gt.tensor(0.5):.2f}' == f'{torch.tensor(0.5):.2f}'
