@@ -234,12 +234,10 @@ class Optimizer:
         self.state, self.param_groups = state, saved_groups
 
     def __repr__(self) -> str:
-        lines = [f'{type(self).__name__} (']
-        for index, group in enumerate(self.param_groups):
-            lines.append(f'Parameter Group {index}')
-            lines += [f'    {key}: {value}' for key, value in sorted(group.items())
-                      if key != 'params']
-        return '\n'.join(lines) + '\n)'
+        groups = [f'Parameter Group {index}\n' + ''.join(
+            f'    {key}: {value}\n' for key, value in sorted(group.items()) if key != 'params')
+            for index, group in enumerate(self.param_groups)]
+        return f'{type(self).__name__} (\n' + '\n'.join(groups) + ')'
 
 
 def _saved_number(value: Any) -> Tensor:

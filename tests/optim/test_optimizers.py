@@ -213,3 +213,12 @@ def test_state_tensors_are_updated_in_place_as_torchs(name, options):
     train(mine, theirs, optimizer, expected, steps=3, check=False)
     for _, value, want in held:
         assert_close(value, want)
+
+
+def test_an_optimizer_of_several_groups_prints_as_torchs():
+    printed = []
+    for library in (torch, gt):
+        first, second = (library.nn.Parameter(library.ones(1)) for _ in range(2))
+        printed.append(repr(library.optim.SGD([{'params': [first]},
+                                               {'params': [second], 'lr': 0.5}], lr=0.1)))
+    assert printed[0] == printed[1]
