@@ -30,32 +30,21 @@ def _fractional(dims: int, input: Tensor, kernel_size: Any, output_size: Any,
         _random_samples=samples))
 
 
-def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
-                          output_ratio: Any = None, return_indices: bool = False,
-                          _random_samples: Any = None) -> Any:
-    return _fractional(2, input, kernel_size, output_size, output_ratio, return_indices,
-                       _random_samples)
+def _function(dims: int, with_indices: bool) -> Any:
+    """torch.nn.functional's function of that name and signature."""
+    def pool(input: Tensor, kernel_size: Any, output_size: Any = None,
+             output_ratio: Any = None, return_indices: bool = False,
+             _random_samples: Any = None) -> Any:
+        return _fractional(dims, input, kernel_size, output_size, output_ratio,
+                           with_indices or return_indices, _random_samples)
+    pool.__name__ = pool.__qualname__ = (f'fractional_max_pool{dims}d'
+                                         + ('_with_indices' if with_indices else ''))
+    return pool
 
 
-def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,
-                          output_ratio: Any = None, return_indices: bool = False,
-                          _random_samples: Any = None) -> Any:
-    return _fractional(3, input, kernel_size, output_size, output_ratio, return_indices,
-                       _random_samples)
-
-
-def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
-                                       output_ratio: Any = None, return_indices: bool = False,
-                                       _random_samples: Any = None) -> Any:
-    return _fractional(2, input, kernel_size, output_size, output_ratio, True,
-                       _random_samples)
-
-
-def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
-                                       output_ratio: Any = None, return_indices: bool = False,
-                                       _random_samples: Any = None) -> Any:
-    return _fractional(3, input, kernel_size, output_size, output_ratio, True,
-                       _random_samples)
+fractional_max_pool2d, fractional_max_pool3d = _function(2, False), _function(3, False)
+fractional_max_pool2d_with_indices = _function(2, True)
+fractional_max_pool3d_with_indices = _function(3, True)
 
 
 class _FractionalMaxPoolNd(Module):
