@@ -6,9 +6,10 @@ A module without hooks pays one check per call (Module.__call__). Backward hooks
 built on tensor hooks: each output's gradient is caught as it arrives, and the input's
 gradient on a stand-in (`input * 1`, exact) whose hook sees the module's whole
 contribution. The caller gets stand-ins of the outputs too, so that its own hooks on
-them change the gradient the module's hooks see, as in torch. That covers a module
-called with at most one tensor that requires grad, which is what layers are; more raise,
-naming the limit. Hooks on every module (torch.nn.modules.module's
+them change the gradient the module's hooks see, as in torch. A module called with
+several tensors that require grad has their stand-ins made by one node
+(`_InputsArrive`), whose backward has all their gradients at once, as torch's
+BackwardHookFunction does. Hooks on every module (torch.nn.modules.module's
 `register_module_forward_hook` and the rest, as profilers and activation recorders use
 them) live in this module's GLOBAL_* registries and run before each module's own.
 """
@@ -20,6 +21,7 @@ from typing import Any, Callable
 from torch.utils.hooks import RemovableHandle
 
 from gt import autograd
+from gt.autograd_function import Function
 from gt.creation import zeros_like
 from gt.runtime.locations import user_call
 from gt.tensor import Tensor
@@ -192,16 +194,17 @@ class _BackwardWatch:
 
     def __init__(self, module: Any, args: tuple):
         self.module = module
-        wanting = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        if len(wanting) > 1:
-            raise NotImplementedError(
-                f'{type(module).__name__}: GT calls full backward hooks for a module called '
-                f'with at most one tensor that requires grad; this call has {len(wanting)}')
         self.args = args
-        self.inputs = tuple(a * 1 if i in wanting else a for i, a in enumerate(args))
-        self.wanting = wanting[0] if wanting else None  # its position among the arguments
-        if wanting:
-            self.inputs[wanting[0]].register_hook(self._input_arrived)
+        # The positions of the arguments that require grad: one stand-in's tensor hook,
+        # or for several one node whose backward has all their gradients at once.
+        self.wanting = tuple(i for i, a in enumerate(args)
+                             if isinstance(a, Tensor) and a.requires_grad)
+        stand_ins = dict(zip(self.wanting, _InputsArrive.apply(
+            self, *(args[i] for i in self.wanting)) if len(self.wanting) > 1 else
+            [args[i] * 1 for i in self.wanting]))
+        self.inputs = tuple(stand_ins.get(i, a) for i, a in enumerate(args))
+        if len(self.wanting) == 1:
+            stand_ins[self.wanting[0]].register_hook(self._input_arrived)
         self.grad_outputs: list = []
         self.waiting = 0
 
@@ -217,18 +220,24 @@ class _BackwardWatch:
         def caught(grad: Tensor) -> None:
             self.grad_outputs[index] = grad
             self.waiting -= 1
-            if self.waiting == 0 and self.wanting is None:  # no input gradient will come
+            if self.waiting == 0 and not self.wanting:  # no input gradient will come
                 warnings.warn(NO_INPUT_GRADIENTS, UserWarning, stacklevel=user_call()[0])
                 self._call((None,) * len(self.args))
         return caught
 
     def _input_arrived(self, grad: Tensor) -> Tensor | None:
+        replaced = self.inputs_arrived((grad,))
+        return None if replaced is None else replaced[0]
+
+    def inputs_arrived(self, grads: tuple) -> tuple | None:
         """grad_input has an entry per argument, as torch's: zeros for another tensor,
-        which does not require grad, and None for what is not a tensor."""
+        which does not require grad, and None for what is not a tensor. The wanted
+        inputs' gradients as the hooks replaced them, or None."""
+        arrived = dict(zip(self.wanting, grads))
         replaced = self._call(tuple(
-            grad if i == self.wanting else zeros_like(a) if isinstance(a, Tensor) else None
+            arrived[i] if i in arrived else zeros_like(a) if isinstance(a, Tensor) else None
             for i, a in enumerate(self.args)))
-        return None if replaced is None else replaced[self.wanting]
+        return None if replaced is None else tuple(replaced[i] for i in self.wanting)
 
     def _call(self, grad_input: tuple) -> tuple | None:
         result = None
@@ -242,3 +251,18 @@ class _BackwardWatch:
                                        f'{len(grad_input)}')
                 grad_input = result = replaced
         return result
+
+
+class _InputsArrive(Function):
+    """Several inputs' stand-ins as one node, as torch's BackwardHookFunction: its
+    backward has all their gradients at once, for the module's full backward hooks."""
+
+    @staticmethod
+    def forward(ctx: Any, watch: _BackwardWatch, *tensors: Tensor) -> tuple:
+        ctx.watch = watch
+        return tuple(tensor * 1 for tensor in tensors)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> tuple:
+        replaced = ctx.watch.inputs_arrived(grads)
+        return (None, *(grads if replaced is None else replaced))

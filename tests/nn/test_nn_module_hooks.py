@@ -33,15 +33,32 @@ def test_hooks_see_and_replace_what_torch_s_do():
     assert run(gt) == run(torch)  # the same weights and ops: the same bits
 
 
-def test_backward_hooks_name_their_limit():
-    class Pair(gt.nn.Module):
-        def forward(self, a, b):
-            return a * b
+def several_inputs(lib):
+    """A module called with several tensors that require grad: its full backward hooks
+    see all their gradients at once and may replace them (attention's q, k, v too)."""
+    class Three(lib.nn.Module):
+        def forward(self, a, n, b, c):
+            return (a * b + c * n).sum(-1)
 
-    module = Pair()
-    module.register_full_backward_hook(lambda m, gi, go: None)
-    with pytest.raises(NotImplementedError, match='at most one tensor that requires grad'):
-        module(gt.ones(2, requires_grad=True), gt.ones(2, requires_grad=True))
+    seen = []
+    module = Three()
+    module.register_full_backward_hook(
+        lambda m, gi, go: seen.append([None if g is None else g.tolist() for g in gi]))
+    module.register_full_backward_hook(lambda m, gi, go: (gi[0] * 2, None, gi[2], None))
+    a = lib.tensor([[1.0, 2.0]], requires_grad=True)
+    b = lib.tensor([[3.0, 4.0]], requires_grad=True)
+    module(a, 3, b, lib.tensor([[5.0, 6.0]])).sum().backward()
+    lib.manual_seed(0)
+    attention = lib.nn.MultiheadAttention(4, 2)
+    attention.register_full_backward_hook(
+        lambda m, gi, go: seen.append([tuple(g.shape) for g in gi]))
+    x = lib.randn(3, 1, 4, requires_grad=True)
+    attention(x, x, x)[0].sum().backward()
+    return seen, a.grad.tolist(), b.grad.tolist(), round(x.grad.sum().item(), 5)
+
+
+def test_several_inputs_that_require_grad_are_hooked_as_torchs():
+    assert several_inputs(gt) == several_inputs(torch)
 
 
 def test_get_submodule_walks_dotted_names_as_torch():
