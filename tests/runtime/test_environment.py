@@ -150,6 +150,7 @@ def test_the_server_refuses_a_log_it_cannot_write_before_it_listens(how, tmp_pat
     from gt.runtime.transport import local_socket_path
 
     port, log = free_port(), str(tmp_path / 'missing' / 'ops.log')
+    before = socket_file_identity(local_socket_path(port))
     server = subprocess.run(
         [sys.executable, '-m', 'gt.server', '-p', str(port),
          *(['--log', log] if how == '--log' else [])], timeout=60, capture_output=True,
@@ -157,4 +158,14 @@ def test_the_server_refuses_a_log_it_cannot_write_before_it_listens(how, tmp_pat
     assert server.returncode == 2
     assert server.stderr == (f'gt.server: cannot write the instruction log {log!r}: No such '
                              'file or directory\n'), server.stderr
-    assert not os.path.exists(local_socket_path(port))
+    assert socket_file_identity(local_socket_path(port)) == before
+
+
+def socket_file_identity(path: str) -> tuple[int, int] | None:
+    """The file at `path` (inode, modification time), or None: a server killed earlier, in
+    this run or another, may have left the file for a port the system hands out again."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_ino, status.st_mtime_ns
