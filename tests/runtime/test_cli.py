@@ -147,6 +147,8 @@ def test_a_stale_ipc_socket_file_does_not_take_the_address_from_tcp():
 
     port = free_port()
     path = local_socket_path(port)
+    if os.path.exists(path):  # left by a server killed earlier: nobody has the port now
+        os.unlink(path)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(path)  # a socket file nobody listens on, as a killed server leaves it
     stale.close()
