@@ -173,7 +173,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss
     # torch's formula: the smoothing term's mean divides by the summed target weights.
     every = log_p if weight is None else log_p * _class_shaped(weight, log_p, class_dim)
-    smooth = -every.sum(class_dim) * (target != ignore_index).to(log_p.dtype)
+    # Ignored targets' terms are put to 0, not multiplied by 0: when every target is
+    # ignored, the mean divides by 0, and 0 * inf would make the gradient NaN (torch's 0).
+    smooth = where(target != ignore_index, -every.sum(class_dim), 0.0)
     if reduction == 'mean':
         smooth = smooth.sum() / _target_weights(target, weight, ignore_index).sum()
     elif reduction == 'sum':

@@ -147,6 +147,26 @@ def test_cross_entropy_weights_ignore_index_and_smoothing(reduction):
                ignore_index=3)
 
 
+@pytest.mark.parametrize('weighted', [False, True])
+@pytest.mark.parametrize('reduction', REDUCTIONS)
+def test_smoothed_cross_entropy_with_every_target_ignored_has_torchs_zero_gradient(
+        reduction, weighted):
+    """The mean is 0/0 (NaN in both); its gradient reached the ignored rows as NaN, where
+    torch's is 0 (found by an audit)."""
+    logits, target = randn(3, 2), torch.zeros(3, dtype=torch.int64)
+    weight = torch.tensor([1.0, 2.0]) if weighted else None
+    x, x_t = both(logits, requires_grad=True)
+    loss = F.cross_entropy(x, gt.tensor(target), weight=None if weight is None else
+                           gt.tensor(weight), ignore_index=0, label_smoothing=0.1,
+                           reduction=reduction)
+    expected = functional.cross_entropy(x_t, target, weight=weight, ignore_index=0,
+                                        label_smoothing=0.1, reduction=reduction)
+    torch.testing.assert_close(loss.numpy(), expected.detach().numpy(), equal_nan=True)
+    loss.sum().backward()
+    expected.sum().backward()
+    assert torch.equal(x.grad.data, x_t.grad), (x.grad, x_t.grad)
+
+
 @pytest.mark.parametrize('reduction', REDUCTIONS)
 def test_cross_entropy_with_probability_targets(reduction):
     logits, target = randn(6, 4), torch.softmax(randn(6, 4), dim=1)
