@@ -22,9 +22,10 @@ import numpy as np
 import torch
 
 from gt import views
-from gt.autograd import grad_mode
+from gt.autograd import grad_mode, no_grad
+from gt.autograd_function import Function
 from gt.ir import torch_functions
-from gt.ir.dtypes import INTEGRAL, TORCH_DTYPES
+from gt.ir.dtypes import FLOATING, INTEGRAL, TORCH_DTYPES
 from gt.ir.ops import torch_calls
 from gt.ir.ops.torch_calls import NeedsData, signature
 from gt.ir.torch_arguments import encode, flatten, rebuild
@@ -106,11 +107,15 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
         return found.skeleton  # metadata: is_floating_point, size, dim...
     attrs = dict(fn=name, args=wire_args, kwargs=wire_kwargs)
     if random:
-        if grad_mode.enabled and any(t.requires_grad for t in inputs):
-            raise NotImplementedError(
-                f'{name}: GT has no gradient for random torch functions it runs by name; '
-                'use GT\'s own form (gt.nn.functional.dropout) or call it under gt.no_grad()')
-        outputs = apply('torch_random', inputs, **attrs)
+        tracked = grad_mode.enabled and any(t.requires_grad for t in inputs)
+        if not tracked:
+            outputs = apply('torch_random', inputs, **attrs)
+        elif _draws_without_gradient(name, found.dtypes):
+            with no_grad():
+                outputs = apply('torch_random', inputs, **attrs)
+        else:
+            outputs = _DrawnWithZeroGradient.apply(
+                lambda: apply('torch_random', inputs, **attrs), *inputs)
     elif not inputs:
         outputs = apply('torch_factory', [], **attrs)
     elif found.types is None:
@@ -358,6 +363,31 @@ def _materialized(item: Any) -> Any:
     if type(item) in (list, tuple):
         return type(item)(_materialized(x) for x in item)
     return item
+
+
+class _DrawnWithZeroGradient(Function):
+    """A draw whose inputs require grad, with torch's gradient for them: zeros (normal's
+    mean and std, bernoulli's probabilities, poisson's rates); the sample is tracked, so
+    a loss through it differentiates as in torch."""
+
+    @staticmethod
+    def forward(ctx: Any, draw: Any, *tensors: Tensor) -> Any:
+        ctx.inputs = [(tuple(t.shape), t.dtype) for t in tensors]
+        return draw()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        from gt.creation import zeros  # gt.creation imports this module
+
+        return (None, *(zeros(shape, dtype=dtype) if needed else None for (shape, dtype), needed
+                        in zip(ctx.inputs, ctx.needs_input_grad[1:])))
+
+
+def _draws_without_gradient(name: str, dtypes: tuple) -> bool:
+    """Whether torch's draw gives no gradient, whatever its inputs: integer samples
+    (`multinomial(probs, 1)` in a policy's action choice, `randint_like`) and the `_like`
+    draws, which read only their input's shape."""
+    return name.endswith('_like') or all(dtype not in FLOATING for dtype in dtypes)
 
 
 def _counts_as_numbers(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
