@@ -20,7 +20,8 @@ def get_dispatcher_stats() -> dict:
 
 def print_worker_stats() -> None:
     """One line per worker: device, tensors held, ops run (and how many programs ran on
-    its express lane), the bytes of moves, what it compiled (programs, seconds spent,
+    its express lane, and how many fetches it answered before their program ended:
+    gt.runtime.early_reply), the bytes of moves, what it compiled (programs, seconds spent,
     failures, layouts deferred, runs that used compiled code), how many programs it runs
     on fewer threads than it has and how many eager ones gave the same bits on one thread
     (gt.runtime.thread_tuning); then this session's
@@ -52,7 +53,9 @@ def print_worker_stats() -> None:
               f"{worker['tensors']} tensors, {worker['bytes']:,} bytes, "
               f"{worker['ops']} ops in {worker['programs_run']} programs"
               + (f" ({worker['express_programs']} on its express lane)"
-                 if worker.get('express_programs') else '') + f"{moved}{compiled}{threads}")
+                 if worker.get('express_programs') else '')
+              + (f", {worker['early_answers']} fetches answered before their program ended"
+                 if worker.get('early_answers') else '') + f"{moved}{compiled}{threads}")
     session = stats.dispatcher.get('session')
     if session:
         workers = sorted(set(session['worker_seconds']) | set(session['bytes']))

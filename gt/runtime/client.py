@@ -29,6 +29,7 @@ from gt.runtime.interrupts import InterruptsHeld
 from gt.runtime.launcher import LocalServer
 from gt.runtime.locations import GT_DIR, user_call
 from gt.runtime.pacing import Pacer
+from gt.runtime.prefetch import Prefetch
 from gt.runtime.protocol import (
     Configure,
     Dumped,
@@ -89,6 +90,7 @@ class Client(Recording, DispatcherWaits):
         self.submits_sent = 0
         self.reverts = Reverts()  # what rebound tensors go back to if their new value fails
         self.reports = Reports()  # failures, where their ops were recorded, work never run
+        self.prefetch = Prefetch()  # a value guessed to be fetched after a step's message
         self.next_request = 0
         self.pacer = Pacer(lambda number: send(self.socket, Mark(number)),
                            lambda number: self._wait(Marked, number))
@@ -190,6 +192,10 @@ class Client(Recording, DispatcherWaits):
         try:
             self.pending, self.releases = PendingFragment(self.next_id), []
             reverts = self.reverts.take()
+            guessed = []
+            if not fetch and pending.records:
+                fetch = guessed = self.prefetch.guess(pending.base, self.next_id - pending.base,
+                                                      pending.dropped)
             self._submit(pending, self.next_id, releases, list(fetch), reverts)
         except (OverflowError, TypeError, ValueError) as error:
             # nothing was sent: send what can go
@@ -201,6 +207,7 @@ class Client(Recording, DispatcherWaits):
                     self.reverts.pairs[:0] = reverts
             raise
         request = self.next_request
+        self.prefetch.sent(request, guessed)
         if pace:
             self.pacer.sent()
         return request
@@ -257,25 +264,44 @@ class Client(Recording, DispatcherWaits):
             for value_id in value_ids:
                 self.reports.check(value_id)
         started = time.perf_counter()
-        request = self.flush(value_ids)
-        reply, frames = self._wait(Fetched, request=request)
+        if self.prefetch.covers(value_ids):
+            fetched, reply, frames = self._prefetched()
+            errors = reply.errors
+        else:
+            errors = []
+            if self.prefetch.request is not None:  # a guess the script did not take
+                _, guessed, guessed_frames = self._prefetched()
+                _assemble_all(guessed.tensors, guessed_frames)  # its shared-memory files go
+                errors = list(guessed.errors)
+            self.prefetch.learn(value_ids)
+            fetched = value_ids
+            reply, frames = self._wait(Fetched, request=self.flush(value_ids))
+            errors += reply.errors
         diagnostics.debug('client', lambda: (
             f'fetched {len(value_ids)} value(s) in '
             f'{(time.perf_counter() - started) * 1e3:.2f} ms'))
-        if reply.errors:
-            self.reverts.undo(reply.errors)
+        headers = list(reply.tensors)[:len(fetched)]
+        headers += [None] * (len(fetched) - len(headers))  # a refused fragment's answer has none
+        wanted = [headers[fetched.index(value_id)] for value_id in value_ids]
+        if errors:
+            self.reverts.undo(errors)
         try:
-            self.reports.raise_errors(reply.errors,
-                                      any(header is None for header in reply.tensors),
+            self.reports.raise_errors(errors, any(header is None for header in wanted),
                                       self.pending.base, value_ids)
         finally:
-            failed = self.reports.failed(reply.errors) if reply.errors else None
+            failed = self.reports.failed(errors) if errors else None
             if failed is not None:
                 autograd.forget_failed_grads(failed)
-        frames = iter(frames)
-        values = [assemble(header, frames) for header in reply.tensors]
+        values = dict(zip(fetched, _assemble_all(headers, frames)))
         self.reports.warn()
-        return values
+        return [values[value_id] for value_id in value_ids]
+
+    def _prefetched(self) -> tuple:
+        """The guessed fetch's ids and answer, waited for if it has not come
+        (gt.runtime.prefetch)."""
+        if self.prefetch.answer is None:
+            self._wait(Fetched, request=self.prefetch.request)
+        return self.prefetch.take()
 
     @ownership.one_thread_at_a_time
     def dump(self, form: str = 'ir') -> str:
@@ -294,6 +320,7 @@ class Client(Recording, DispatcherWaits):
     def close(self) -> None:
         if self.closed or ownership.process_id() != self.pid:
             return  # a forked child must not end its parent's session
+        self.prefetch.pattern = None  # nothing is fetched after this flush
         try:
             self.flush(pace=False)  # work the script recorded but never looked at still runs
         except (zmq.ZMQError, ClosedSessionError, OverflowError, TypeError, ValueError):
@@ -376,6 +403,13 @@ def connect(address: str, token: str | None = None, weight: float | None = None,
 def connected() -> Client | None:
     """This process's connection, if it has one (none is started)."""
     return _client if _client is not None and _client.pid == ownership.process_id() else None
+
+
+def _assemble_all(headers: list, frames: list) -> list:
+    """Each fetched value in `headers`' order (None for a failed one), consuming the
+    frames of every one, wanted or not."""
+    frames = iter(frames)
+    return [None if header is None else assemble(header, frames) for header in headers]
 
 
 def set_auto_workers(count: int) -> None:

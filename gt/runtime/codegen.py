@@ -27,10 +27,12 @@ class Step(NamedTuple):
 
 
 def generate(steps: list[Step], input_slots: list[int], result_slots: list[int],
-             reuse_buffers: bool = False) -> Callable:
+             reuse_buffers: bool = False, consume_inputs: bool = False) -> Callable:
     """Return `run(inputs, context) -> [value of each result slot]`, where `inputs` are
     the values of `input_slots` in order. With `reuse_buffers`, a step marked `reuse`
-    calls its function's in-place twin on that operand (gt.runtime.buffer_reuse)."""
+    calls its function's in-place twin on that operand (gt.runtime.buffer_reuse). With
+    `consume_inputs`, `run` empties `inputs`, so that each is freed after its last use
+    (intermediates handed over from another function, gt.runtime.early_reply)."""
     kept = set(result_slots)
     last_use: dict[int, int] = {}
     for index, step in enumerate(steps):
@@ -40,6 +42,8 @@ def generate(steps: list[Step], input_slots: list[int], result_slots: list[int],
     lines = ['def run(inputs, ctx):']
     if input_slots:
         lines.append(f'    {", ".join(f"s{i}" for i in input_slots)}, = inputs')
+        if consume_inputs:
+            lines.append('    inputs.clear()')
     for index, step in enumerate(steps):
         namespace[f'f{index}'] = step.function
         args = [f's{i}' for i in step.in_slots]

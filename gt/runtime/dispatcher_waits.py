@@ -10,7 +10,7 @@ import time
 import zmq
 
 from gt.runtime import environment, ownership
-from gt.runtime.protocol import Marked, Ping, ProtocolError, Refused, SessionEnded
+from gt.runtime.protocol import Fetched, Marked, Ping, ProtocolError, Refused, SessionEnded
 from gt.runtime.session_errors import ClosedSessionError
 from gt.runtime.transport import receive, send
 
@@ -51,6 +51,10 @@ class DispatcherWaits:
                 if isinstance(message, Marked):
                     self.pacer.marked(message.number)
                     if kind is Marked and message.number == request:
+                        return message, frames
+                    continue
+                if self.prefetch.keep(message, frames):  # a guessed fetch's answer
+                    if kind is Fetched and message.request == request:
                         return message, frames
                     continue
                 if isinstance(message, kind) and getattr(message, 'request', request) == request:

@@ -85,6 +85,10 @@ class Program:
             self.locations.append(location)
             slot += n_outputs
         self.result_slots = [slot for slot, _ in self.keep]
+        self.slot_of_local = {local: slot for slot, local in self.keep}
+        self.maker_of_slot = {slot: index for index, step in enumerate(self.steps)
+                              for slot in step.out_slots}
+        self.splits: dict = {}  # fetched slots -> gt.runtime.early_reply.Split, or None
         self.op_counts = dict(Counter(step.op for step in self.steps))
         self.ran_compiled = False  # whether the last run used the compiled form
         self.threads = None  # its thread count's timings (gt.runtime.thread_tuning), once hot
@@ -135,10 +139,10 @@ class Program:
                 self.ran_compiled = is_compiled
                 return results, []
         self.ran_compiled = False
-        env, errors = self._interpret(inputs, context, base)
+        env, errors = self.interpret(inputs, context, base)
         return [env[slot] for slot in self.result_slots], errors
 
-    def _interpret(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
+    def interpret(self, inputs: list, context: Any, base: int) -> tuple[list, list]:
         env = list(inputs)
         try:
             for index, step in enumerate(self.steps):

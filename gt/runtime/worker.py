@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from gt.runtime import diagnostics, reverts, shared_memory
+from gt.runtime import diagnostics, early_reply, reverts, shared_memory
 from gt.runtime.activity import Activity, kinds_of, memory_held
 from gt.runtime.compiler import Compiler
 from gt.runtime.curve import HandshakeWatch, Keys
@@ -89,6 +89,7 @@ class Worker:
         self.salt = 0
         self.ops_run = 0
         self.programs_run = 0
+        self.early_answers = 0  # fetches answered before their program ended
         self.activity = Activity()
         self.activity_lock = threading.Lock()  # the loop adds, the heartbeat thread takes
         # torch's default dtype is the process's: a program of a session that set another
@@ -266,9 +267,10 @@ class Worker:
         values = self.values.setdefault(session, {})
         for program_id in message.forget:
             lane.programs.pop(program_id, None)
+        answered = False
         if message.program_id >= 0:
             try:
-                self._run(message, values, frames, lane)
+                answered = self._run(message, values, frames, lane)
             except Exception as error:  # not an op's failure: the message itself was bad
                 report = [message.base, None, 'run', f'{type(error).__name__}: {error}']
                 self.errors.setdefault(session, []).append(report)
@@ -280,12 +282,14 @@ class Worker:
         # Releases come after the run: the fragment may read a value freed since it was recorded.
         for value_id in message.releases:
             values.pop(value_id, None)
-        if message.fetch:
-            self._fetch(message, values, time.perf_counter() - started, lane)
+        if message.fetch and not answered:
+            self._fetch(message, values.get, time.perf_counter() - started, lane)
             return True
         return False
 
-    def _run(self, message: RunProgram, values: dict, frames: list, lane: Lane) -> None:
+    def _run(self, message: RunProgram, values: dict, frames: list, lane: Lane) -> bool:
+        """Run the message's program; True when its fetch was answered early
+        (gt.runtime.early_reply)."""
         if message.program is not None:
             lane.programs[message.program_id] = Program(message.program, self.engine.implementation,
                                                         lane.compiler)
@@ -313,12 +317,23 @@ class Worker:
                 kinds_of(program.op_counts), lane is not self.main]}))
         self.warnings.run_for(message.session)
         alone = program.default_dtype is not None or lane is not self.main
+        answered: list = []
         try:
             if alone:
                 self.default_dtype_lock.acquire()
+            split = None if checks or lane is not self.main else self._early_split(
+                message, program)
             if checks:
                 kept, errors = self.threads.check(
                     program, lambda: program.run(inputs, context, message.base))
+            elif split is not None:
+                def answer(carried: dict) -> None:
+                    self._fetch(message, self._early_values(message, program, carried, values),
+                                None, lane)
+                    answered.append(True)
+                    self.early_answers += 1
+                kept, errors = early_reply.run_split(program, split, inputs, context,
+                                                     message.base, answer)
             else:
                 kept, errors = program.run(inputs, context, message.base)
         finally:
@@ -350,8 +365,34 @@ class Worker:
             self.errors.setdefault(message.session, []).extend(errors)
         if failed:
             self.errors[message.session].append([None, None, FAILED, failed])
+        return bool(answered)
 
-    def _fetch(self, message: RunProgram, values: dict, seconds: float, lane: Lane) -> None:
+    def _early_split(self, message: RunProgram, program: Program) -> Any:
+        """The split answering this message's fetch early, if it fetches and one pays."""
+        if not message.fetch:
+            return None
+        local = program.slot_of_local
+        return early_reply.split_for(program, [local[value_id - message.base]
+                                               for value_id in message.fetch
+                                               if value_id - message.base in local])
+
+    @staticmethod
+    def _early_values(message: RunProgram, program: Program, carried: dict,
+                      values: dict) -> Any:
+        """Where an early answer finds each fetched value: made by the program's first
+        half, or made before."""
+        local = program.slot_of_local
+
+        def value_of(value_id: int) -> Any:
+            slot = local.get(value_id - message.base)
+            return values.get(value_id) if slot is None else carried.get(slot)
+        return value_of
+
+    def _fetch(self, message: RunProgram, value_of: Any, seconds: float | None,
+               lane: Lane) -> None:
+        """Send the message's fetched values (`value_of(value_id)`) and the session's
+        errors. `seconds`: the program's, which ends it for the dispatcher; None for an
+        early answer (gt.runtime.early_reply), whose program's Done follows."""
         if self.report_programs and self.activity.events:
             # Events are on: the programs' times reach the log before the reply does.
             send(lane.socket, Heartbeat(self.identity, self._take_activity(periodic=False)))
@@ -362,7 +403,7 @@ class Worker:
             errors += self.compiler.take_warnings(message.session)
         errors += self.warnings.take(message.session)
         for value_id in message.fetch:
-            value = values.get(value_id)
+            value = value_of(value_id)
             if value is None or isinstance(value, Failed):
                 headers.append(None)
                 failed = value or _missing(value_id)
@@ -423,7 +464,7 @@ class Worker:
             'engine': self.engine.name, 'pid': os.getpid(),
             'tensors': len(live), 'bytes': sum(self.engine.nbytes(v) for v in live),
             'ops': self.ops_run, 'programs_run': self.programs_run,
-            'express_programs': self.express.runs,
+            'express_programs': self.express.runs, 'early_answers': self.early_answers,
             'host_memory_kept': self.host_memory.kept, 'host_memory_trims': self.host_memory.trims,
             'programs_cached': len(self.programs), 'sessions': len(self.values),
             'peer_endpoints': self.exchange.endpoints,

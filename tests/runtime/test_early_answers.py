@@ -1,0 +1,125 @@
+"""A fetched value comes back as soon as it exists (gt.runtime.early_reply), and a value
+fetched after every step is asked for with the step's message (gt.runtime.prefetch):
+the values are torch's, bit for bit, and a failure of work recorded before the fetch
+but not needed by it is raised at the next fetch."""
+
+import pytest
+import torch
+from gt_test_support import connected
+
+import gt
+from gt.runtime.session_errors import WorkerIndexError
+
+STEPS = 8
+
+
+def early_answers() -> int:
+    return sum(worker['early_answers'] for worker in gt.debug.get_worker_stats())
+
+
+def train(library, fetch_before_step: bool, synchronize: bool = False) -> tuple[list, list]:
+    """An MLP trained for STEPS steps, its loss fetched each step: after `step()` (the
+    step's message is gone), or before it (the fetch goes with the step's work)."""
+    library.manual_seed(0)
+    nn = library.nn
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 4))
+    optimizer = library.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    generator = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(STEPS):
+        x = library.from_numpy(torch.randn(8, 20, generator=generator).numpy())
+        y = library.from_numpy(torch.randint(0, 4, (8,), generator=generator).numpy())
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        if fetch_before_step:
+            losses.append(loss.item())
+        optimizer.step()
+        optimizer.zero_grad()
+        if synchronize:
+            library.cuda.synchronize()  # a wait for statistics while the guess is out
+        if not fetch_before_step:
+            losses.append(loss.item())
+    return losses, [parameter.detach().numpy().copy() for parameter in model.parameters()]
+
+
+@pytest.mark.parametrize('synchronize', [False, True])
+@pytest.mark.parametrize('fetch_before_step', [False, True])
+def test_a_loss_fetched_every_step_is_torchs_and_answered_before_the_step_ends(
+        cluster, fetch_before_step, synchronize):
+    with connected(cluster.address):
+        before = early_answers()
+        losses, parameters = train(gt, fetch_before_step, synchronize)
+        answered = early_answers() - before
+    expected_losses, expected_parameters = train(torch, fetch_before_step)
+    assert losses == expected_losses
+    for parameter, expected in zip(parameters, expected_parameters):
+        assert (parameter == expected).all()
+    # The first runs are interpreted, one checks the thread count; the rest split.
+    assert answered >= STEPS // 2, answered
+
+
+def test_a_failure_after_the_fetched_value_is_raised_at_the_next_fetch(cluster):
+    """Before, the fetch of `loss` waited for the lookup recorded after it and raised its
+    failure; the loss is now answered first, and the failure is raised by the next fetch,
+    as a failure of any op recorded after a fetch is."""
+    with connected(cluster.address):
+        x, table = gt.arange(6.0), gt.arange(10.0)
+        before = early_answers()
+        for index in [1, 2, 3, 4, 5, 50]:
+            loss = (x * 2).sum()
+            position = (x[:1] * 0 + index).long()
+            picked = (table[position] * 3).exp().sum()
+            assert loss.item() == 30.0
+        assert early_answers() - before >= 2
+        with pytest.raises(WorkerIndexError, match='index 50 is out of bounds') as raised:
+            picked.item()
+        assert 'test_early_answers.py' in str(raised.value)
+        assert gt.arange(3.0).sum().item() == 3.0  # the session goes on
+
+
+def test_a_guess_the_script_does_not_take_keeps_its_failure_for_the_next_fetch(cluster):
+    """The loss was fetched after each step, so the last step's message asks for it; the
+    script fetches another value instead, which raises the step's failure, and a later
+    fetch of that loss raises it again (a fetch of a failed value always does)."""
+    expected_weight, expected_losses = torch.ones(4, requires_grad=True), []
+    expected_optimizer = torch.optim.SGD([expected_weight], lr=0.1)
+    for index in range(1, 6):  # torch raises at the lookup of the sixth step
+        expected_loss = (expected_weight * torch.arange(10.0)[index]).sum()
+        expected_loss.backward()
+        expected_optimizer.step()
+        expected_optimizer.zero_grad()
+        expected_losses.append(expected_loss.item())
+    with connected(cluster.address):
+        weight = gt.ones(4, requires_grad=True)
+        optimizer = gt.optim.SGD([weight], lr=0.1)
+        table = gt.arange(10.0)
+        losses = []
+        for index in [1, 2, 3, 4, 5, 50]:
+            position = (weight[:1].detach() * 0 + index).long()
+            loss = (weight * table[position]).sum()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            if index != 50:
+                losses.append(loss.item())
+        assert losses == expected_losses
+        with pytest.raises(WorkerIndexError, match='index 50 is out of bounds'):
+            gt.ones(2).sum().item()
+        with pytest.raises(WorkerIndexError, match='index 50 is out of bounds'):
+            loss.item()
+        # The failed step was undone (gt.runtime.reverts): the weight is the one before it.
+        assert torch.equal(torch.from_numpy(weight.detach().numpy()), expected_weight.detach())
+
+
+def test_a_guess_is_dropped_when_the_script_fetches_something_else(cluster):
+    """A loop whose last steps fetch another value: each is right, and the guesses'
+    answers, never taken, do not stand in for them."""
+    with connected(cluster.address):
+        weight = gt.zeros(3)
+        values = []
+        for step in range(8):
+            weight = weight + 1
+            total = weight.sum()
+            gt.sync()
+            values.append(total.item() if step < 5 else weight.tolist())
+        assert values == [3.0, 6.0, 9.0, 12.0, 15.0, [6.0] * 3, [7.0] * 3, [8.0] * 3]
