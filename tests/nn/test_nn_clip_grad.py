@@ -53,6 +53,18 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm):
         assert_close(gt_leaf.grad, torch_leaf.grad)
 
 
+@pytest.mark.parametrize('norm_type', [2.0, 1, math.inf, 3.0])
+def test_clipping_on_one_worker_gives_torchs_bits(norm_type):
+    """The norms are torch's kernel's (`(g * g).sum().sqrt()` rounded otherwise, and the
+    clipped gradients followed; found porting a transformer's training loop)."""
+    mine, theirs = gradients((64, 16), (1000,), scale=3.0)
+    total = nn.utils.clip_grad_norm_(mine, 0.5, norm_type=norm_type)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 0.5, norm_type=norm_type)
+    assert total.item() == expected.item()
+    for gt_leaf, torch_leaf in zip(mine, theirs):
+        assert torch.equal(torch.from_numpy(gt_leaf.grad.numpy()), torch_leaf.grad)
+
+
 def test_a_module_clips_as_in_a_training_step():
     model = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 2))
     reference = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(),

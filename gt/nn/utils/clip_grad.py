@@ -13,6 +13,7 @@ from typing import Iterable
 
 import torch
 
+from gt import linalg
 from gt.autograd import no_grad
 from gt.creation import zeros
 from gt.functional import stack
@@ -33,9 +34,13 @@ def _gradients(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
 
 
 def vector_norm(tensor: Tensor, norm_type: float) -> Tensor:
-    """torch.linalg.vector_norm(tensor, norm_type) of the whole tensor, from ops that
-    shard (a sharded gradient's norm is partial sums, not a gather). Half and bfloat16
-    accumulate in float32 and return their own dtype, as in torch."""
+    """torch.linalg.vector_norm(tensor, norm_type) of the whole tensor: torch's kernel on
+    a cluster of one worker (its bits: `(g * g).sum().sqrt()` rounded otherwise, and a
+    clipped step differed), else from ops that shard (a sharded gradient's norm is partial
+    sums, not a gather). Half and bfloat16 accumulate in float32 and return their own
+    dtype, as in torch."""
+    if len(tensor._client.workers) == 1:
+        return linalg.vector_norm(tensor, norm_type)
     dtype = tensor.dtype
     if dtype in LOW_PRECISION:
         tensor = tensor.float()
