@@ -21,6 +21,7 @@ from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them
     no_grad,
     set_grad_enabled,
 )
+from gt.grad_fn_names import backward_name
 from gt.ir import OPS
 
 _sequence = itertools.count()
@@ -36,7 +37,8 @@ class TapeNode:
     ids and types of the values it made. Outputs are not referenced, so no cycles form."""
 
     __slots__ = ('op', 'inputs', 'input_ids', 'attrs', 'output_ids', 'output_types',
-                 'sequence', 'freed', 'backward_signal', 'hooks', 'retained', '__weakref__')
+                 'sequence', 'freed', 'backward_signal', 'hooks', 'retained', 'shown_as',
+                 '__weakref__')
 
     def __init__(self, op: str, inputs: list, outputs: list, attrs: dict):
         self.op = op
@@ -53,6 +55,7 @@ class TapeNode:
                     if len(readers) >= 64 and len(readers) & (len(readers) - 1) == 0:
                         readers[:] = [r for r in readers if r() is not None]
         self.attrs = attrs
+        self.shown_as: str | None = None  # a loss's own name (gt.grad_fn_names.name_loss)
         self.output_ids = [out._id for out in outputs]
         self.output_types = [out._type for out in outputs]
         self.sequence = next(_sequence)
@@ -75,8 +78,10 @@ class TapeNode:
 
     def name(self) -> str:
         """torch's `grad_fn.name()`: `MulBackward0` (torch numbers the backward of each
-        overload of an op; GT's ops have one, the first)."""
-        return ''.join(part.capitalize() for part in self.op.split('_')) + 'Backward0'
+        overload of an op; GT's ops have one, the first); see gt/grad_fn_names.py."""
+        if self.shown_as is not None:
+            return self.shown_as
+        return backward_name(self.op, self.attrs, self.inputs)
 
     @property
     def next_functions(self) -> tuple:
@@ -407,6 +412,11 @@ def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
     if tensor._grad is None:
         if id(grad) in assigned:
             grad = emit('cast', grad, dtype=grad._type.dtype)
+        if grad.ndim >= 2:
+            # Laid out as a fresh tensor, as torch's AccumulateGrad keeps a leaf's gradient
+            # (in the layout of its leaf, which a worker's values have): a transposed view
+            # (attention's `q.transpose(1, 2) @ k`) summed in another order later.
+            grad = emit('contiguous', grad)
         assigned.add(id(grad))
         first_grad(tensor, grad)
     elif tensor.grad_fn is None and not grad_mode.enabled:

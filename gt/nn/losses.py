@@ -9,6 +9,7 @@ import warnings
 import torch
 
 from gt.functional import where
+from gt.grad_fn_names import name_loss
 from gt.ir.invalid_op import InvalidOpError
 from gt.tensor import Tensor, emit
 
@@ -60,7 +61,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     reduction = _legacy(size_average, reduce, reduction)
     _check('mse_loss', input, target, reduction, broadcasts=True)
     difference = input - target
-    return _weighted(difference * difference, weight, reduction)
+    loss = _weighted(difference * difference, weight, reduction)
+    return loss if weight is not None else name_loss(loss, 'MseLoss')
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
@@ -89,7 +91,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     emit('check_between', input, low=0.0, high=1.0,
          message='all elements of input should be between 0 and 1')
     loss = emit('binary_cross_entropy', input, target)
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    return name_loss(_reduce(loss if weight is None else loss * weight, reduction),
+                     'BinaryCrossEntropy')
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
@@ -111,7 +114,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if pos_weight is not None:
         log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_sigmoid
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    return name_loss(_reduce(loss if weight is None else loss * weight, reduction),
+                     'BinaryCrossEntropyWithLogits')
 
 
 def _log1p(z: Tensor) -> Tensor:
@@ -141,11 +145,11 @@ def _nll(log_p: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
     _check_classes(log_p, target, weight, reduction, name)
     target = _as_class_indices(target)
     if reduction == 'none':
-        return _picked(log_p, target, weight, ignore_index)
+        return name_loss(_picked(log_p, target, weight, ignore_index), 'NllLoss')
     inputs = [log_p, target] + ([] if weight is None else [weight])
     total, total_weight = emit('nll_loss_forward', *inputs, ignore_index=ignore_index,
                                weight=weight is not None)
-    return total / total_weight if reduction == 'mean' else total
+    return name_loss(total / total_weight if reduction == 'mean' else total, 'NllLoss')
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

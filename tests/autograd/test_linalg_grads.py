@@ -75,3 +75,27 @@ def test_folded_mm_differentiates_again():
     t_second = torch.autograd.grad(sum((f * f).sum() for f in t_first), [tx, tw])
     for got, want in zip(second, t_second):
         torch.testing.assert_close(got.data, want)
+
+
+def test_batched_layout_passes_its_gradient_through_and_differentiates_again():
+    """'batched_layout' keeps its operand's values (a layout for bmm's bits): its
+    gradient is the incoming one, and a batched product's second derivatives, which
+    differentiate through it, are torch's."""
+    def fn(x):
+        if isinstance(x, torch.Tensor):
+            return x * 3
+        return op('batched_layout', x) * 3
+    check_vs_torch(fn, (2, 3, 4, 5))
+    generator = torch.Generator().manual_seed(5)
+    a, b = (torch.randn(shape, generator=generator, dtype=torch.float64)
+            for shape in ((2, 4, 3, 5), (2, 3, 5, 4)))
+    x = gt.tensor(a, requires_grad=True)
+    y = gt.tensor(b, requires_grad=True)
+    tx, ty = a.clone().requires_grad_(), b.clone().requires_grad_()
+    first = gt.autograd.grad((x.transpose(1, 2) @ y).tanh().sum(), [x, y], create_graph=True)
+    t_first = torch.autograd.grad((tx.transpose(1, 2) @ ty).tanh().sum(), [tx, ty],
+                                  create_graph=True)
+    second = gt.autograd.grad(sum((f * f).sum() for f in first), [x, y])
+    t_second = torch.autograd.grad(sum((f * f).sum() for f in t_first), [tx, ty])
+    for got, want in zip(second, t_second):
+        torch.testing.assert_close(got.data, want)

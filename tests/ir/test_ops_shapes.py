@@ -116,6 +116,21 @@ def test_folded_mm_is_one_mm_over_every_leading_position(a, b, dtype):
              torch.mm(x.flatten(0, -2).t(), y.flatten(0, -2)))
 
 
+@pytest.mark.parametrize('viewed', ['contiguous', 'transposed', 'split_heads', 'empty'])
+def test_batched_layout_folds_as_torch_matmul_folds_a_batched_operand(viewed):
+    """'batched_layout' keeps the values; its layout is torch.matmul's folded operand:
+    a view where the batch dims fold (the same strides), a fresh copy where they do not."""
+    x = {'contiguous': lambda: tensor((2, 3, 4, 5)),
+         'transposed': lambda: tensor((2, 3, 5, 4)).transpose(-2, -1),
+         'split_heads': lambda: tensor((2, 4, 3, 5)).transpose(1, 2),
+         'empty': lambda: tensor((2, 0, 4, 5))}[viewed]()
+    check_op('batched_layout', [x], {}, x)
+    laid_out = OPS['batched_layout'].torch(x)
+    folded = x.reshape(-1, *x.shape[-2:])
+    assert laid_out.stride()[-2:] == folded.stride()[-2:]
+    assert (laid_out.data_ptr() == x.data_ptr()) == (folded.data_ptr() == x.data_ptr())
+
+
 @pytest.mark.parametrize('dtype', [torch.float32, torch.int64, torch.bool], ids=str)
 def test_contiguous_copies_a_view_into_a_fresh_layout(dtype):
     """'contiguous' is torch's: a transposed view becomes a copy laid out row by row."""

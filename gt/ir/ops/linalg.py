@@ -12,7 +12,7 @@ import torch
 from gt.ir import sharding
 from gt.ir.graph import TensorType
 from gt.ir.invalid_op import InvalidOpError
-from gt.ir.ops.gradients import wanted
+from gt.ir.ops.gradients import passed_through, wanted
 from gt.ir.ops.opdef import OpDef
 from gt.ir.type_rules import broadcast_shapes
 
@@ -43,6 +43,14 @@ def _matmul_type(types):
     if len(b.shape) == 1:
         shape = shape[:-1]
     return (TensorType(shape, a.dtype),)
+
+
+def _batched_layout_type(types):
+    (x,) = types
+    if len(x.shape) < 3:
+        raise ValueError(f'batched_layout: expected a batched operand of 3 or more dims, got '
+                         f'shape {list(x.shape)}')
+    return (x,)
 
 
 def _folded_mm_type(types):
@@ -89,6 +97,10 @@ def _matmul_grad(emit, inputs, grads):
     if b.ndim == 1:
         g = emit('unsqueeze', g, dim=-1)
     grad_a = grad_b = None
+    if a.ndim > 2 and b.ndim > 2 and a.shape[:-2] == b.shape[:-2]:
+        # torch's bmm backward multiplies by its forward's folded operands, transposed:
+        # the same layouts give the same bits (a copy where torch's fold made one).
+        left, right = emit('batched_layout', left), emit('batched_layout', right)
     if wanted(a):
         grad_a = emit('matmul', g, emit('transpose', right, dim0=-1, dim1=-2))
         if a.ndim == 1:
@@ -102,6 +114,14 @@ def _matmul_grad(emit, inputs, grads):
     return [grad_a, grad_b]
 
 
+def _batched_layout(x):
+    """`x` laid out as torch.matmul lays out a batched operand for bmm: its batch dims
+    folded by `reshape`, a view where they fold and a contiguous copy where they do not
+    (a transposed view of a split, as attention's `q`), viewed back to `x`'s shape."""
+    rows = math.prod(x.shape[:-2])
+    return x.reshape(rows, *x.shape[-2:]).view(x.shape)
+
+
 def _folded_mm_grad(emit, inputs, grads):
     (a, b), (g,) = inputs, grads
     return [emit('matmul', b, emit('transpose', g, dim0=0, dim1=1)) if wanted(a) else None,
@@ -113,4 +133,6 @@ ROWS = [
           grad=_matmul_grad, shard=sharding.matmul),
     OpDef('folded_mm', _folded_mm_type, _folded_mm, _np_folded_mm, grad=_folded_mm_grad,
           shard=sharding.folded_mm),
+    OpDef('batched_layout', _batched_layout_type, _batched_layout, lambda x: x,
+          grad=passed_through, shard=sharding.pointwise()),
 ]
