@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from gt import anomaly_mode, post_accumulate_hooks, signal
 from gt.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401 (torch's place)
+from gt.grad_fn_names import backward_name
 from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them)
     enable_grad,
     grad_mode,
@@ -21,7 +22,6 @@ from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them
     no_grad,
     set_grad_enabled,
 )
-from gt.grad_fn_names import backward_name
 from gt.ir import OPS
 
 _sequence = itertools.count()
