@@ -104,6 +104,14 @@ class DeviceMethods:
     def layout(self) -> torch.layout:
         return torch.strided  # GT holds strided tensors only
 
+    def to_dense(self, dtype: Any = None, *, masked_grad: Any = None) -> Any:
+        """torch's, on a strided tensor: the tensor itself (in `dtype`, if given)."""
+        return self if dtype is None else self.to(dtype)
+
+    def to_sparse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError('Tensor.to_sparse: its result is a torch.sparse_coo tensor; GT holds '
+                        'strided tensors only')
+
 
 for _flag in STORAGE_FLAGS:
     setattr(DeviceMethods, _flag, property(lambda self: False, doc=f'torch\'s {_flag}: False'))

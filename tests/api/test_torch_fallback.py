@@ -175,6 +175,7 @@ def test_draws_from_a_torch_generator_are_torchs_and_advance_it():
     (lambda x: gt.no_such_function(x), AttributeError, 'no_such_function'),
     (lambda x: x.no_such_method(), AttributeError, 'no_such_method'),
     (lambda x: x.storage(), AttributeError, 'storage'),
+    (lambda x: x.to_sparse(), TypeError, 'sparse_coo tensor; GT holds strided tensors only'),
     (lambda x: gt.sin(x, out=gt.zeros(2)), RuntimeError, 'GT does not resize it'),
     (lambda x: gt.add(x, x, out=gt.zeros(3, 4, dtype=gt.int64)), RuntimeError,
      "torch.add: result type torch.float32 can't be cast to the desired output type"),
@@ -194,6 +195,12 @@ def test_refusals_name_the_problem_and_the_session_goes_on(call, error, message)
     with pytest.raises(error, match=message):
         call(x)
     assert_same(gt.cos(x), torch.cos(tx))
+
+
+def test_to_dense_of_a_strided_tensor_is_the_tensor_as_in_torch():
+    x, tx = pair(array((3, 4)))
+    assert x.to_dense() is x
+    assert_same(x.to_dense(gt.float64), tx.to_dense(torch.float64))
 
 
 def test_a_call_that_fails_on_the_worker_names_the_function():
