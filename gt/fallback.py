@@ -113,9 +113,14 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
         elif _draws_without_gradient(name, found.dtypes):
             with no_grad():
                 outputs = apply('torch_random', inputs, **attrs)
-        else:
+        elif name in ZERO_GRADIENT_DRAWS and not (name.endswith('bernoulli') and (
+                len(args) > 1 or 'p' in kwargs)):
             outputs = _DrawnWithZeroGradient.apply(
                 lambda: apply('torch_random', inputs, **attrs), *inputs)
+        else:
+            raise NotImplementedError(
+                f'{name}: GT has no gradient for this random torch function it runs by name; '
+                'use GT\'s own form (gt.nn.functional.dropout) or call it under gt.no_grad()')
     elif not inputs:
         outputs = apply('torch_factory', [], **attrs)
     elif found.types is None:
@@ -363,6 +368,12 @@ def _materialized(item: Any) -> Any:
     if type(item) in (list, tuple):
         return type(item)(_materialized(x) for x in item)
     return item
+
+
+# Draws whose gradient torch defines as zeros for every input (sampling, not
+# reparameterized); bernoulli's with a `p` argument it does not define.
+ZERO_GRADIENT_DRAWS = frozenset({'torch.normal', 'torch.bernoulli', 'Tensor.bernoulli',
+                                 'torch.poisson'})
 
 
 class _DrawnWithZeroGradient(Function):

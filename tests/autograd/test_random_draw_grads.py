@@ -44,3 +44,16 @@ def test_draws_torch_differentiates_give_zero_gradients(draw):
         (sample * rates).sum().backward()
         return sample.tolist(), sample.requires_grad, rates.grad.tolist()
     assert run(gt) == run(torch)
+
+
+@pytest.mark.parametrize('call', [
+    lambda x: gt.dropout(x, 0.5, True),
+    lambda x: gt.rrelu(x - 1, training=True),
+    lambda x: gt.bernoulli(x, 0.3),
+], ids=['dropout', 'rrelu', 'bernoulli_p'])
+def test_draws_with_other_gradients_are_refused_not_given_zeros(call):
+    """torch's dropout and rrelu have gradients of their own, and bernoulli with `p` none:
+    GT raises rather than give zeros."""
+    x = gt.full((4,), 0.5, requires_grad=True)
+    with pytest.raises(NotImplementedError, match='no gradient for this random'):
+        call(x)
