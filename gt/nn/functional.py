@@ -300,13 +300,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
-    """softmax(q k^T * scale + mask) v, as torch's reference math, from rows: it shards
+    """softmax(q k^T * scale + mask) v, as torch's math kernel, from rows: it shards
     over batch and heads and differentiates like the rest. `is_causal` with an
     `attn_mask` masks by both, as torch's CPU kernel does. A query row that the masks
     hide entirely attends to nothing (zeros, and no gradient), as torch's safe softmax
     has it, where a plain softmax gives NaN, which spreads through the gradients. Half
     and bfloat16 inputs are computed in float32 and rounded once at the end, as torch's
-    kernels accumulate (in their own precision, GT's error was 3x torch's)."""
+    kernels accumulate (in their own precision, GT's error was 3x torch's). On a cluster
+    of one worker, without dropout, torch's own kernel runs by name instead: its bits,
+    forward and backward (the math above rounds otherwise)."""
+    if dropout_p == 0 and len(query._client.workers) == 1:
+        return call('torch.nn.functional.scaled_dot_product_attention', (query, key, value),
+                    dict(attn_mask=attn_mask, is_causal=is_causal, scale=scale,
+                         enable_gqa=enable_gqa))
     if enable_gqa and key.shape[-3] != query.shape[-3]:
         # grouped-query attention: each key/value head serves a group of query heads
         groups = query.shape[-3] // key.shape[-3]
@@ -315,8 +321,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     result_dtype = query.dtype
     if result_dtype in (torch.float16, torch.bfloat16):
         query, key, value = query.float(), key.float(), value.float()
-    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.transpose(-2, -1)) * scale
+    # torch's math kernel scales both operands by the scale's square root, for stability
+    factor = math.sqrt(1 / math.sqrt(query.shape[-1]) if scale is None else abs(scale))
+    query = query * (-factor if scale is not None and scale < 0 else factor)
+    scores = query @ (key.transpose(-2, -1) * factor)
     hidden = None  # what the masks hide
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:

@@ -180,3 +180,39 @@ def test_the_functional_form_is_gt_s_own_and_matches_torch():
     assert nn.functional.multi_head_attention_forward.__module__ == 'gt.nn.functional'
     torch.testing.assert_close(got.data, want.detach(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(got_weights.data, want_weights.detach(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('masking', ['none', 'causal', 'boolean', 'additive', 'gqa'])
+def test_attention_on_one_worker_is_torchs_kernel_bit_for_bit(masking):
+    """Without dropout, on one worker, torch's fused kernel runs by name: its output and
+    gradients to the bit (GT's math rounded otherwise; found porting nanoGPT)."""
+    def run(library):
+        library.manual_seed(0)
+        heads = 2 if masking == 'gqa' else 4
+        q = library.randn(2, 4, 8, 8, requires_grad=True)
+        k = library.randn(2, heads, 8, 8, requires_grad=True)
+        v = library.randn(2, heads, 8, 8, requires_grad=True)
+        mask = {'boolean': library.rand(8, 8) > 0.3,
+                'additive': library.randn(8, 8)}.get(masking)
+        out = library.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=masking == 'causal', enable_gqa=masking == 'gqa')
+        (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        return [t.detach().numpy() for t in (out, q.grad, k.grad, v.grad)]
+    for got, expected in zip(run(gt), run(torch)):
+        assert (got == expected).all()
+
+
+@pytest.mark.parametrize('scale', [None, 0.3, -0.5])
+def test_attention_with_dropout_is_torchs_math_bit_for_bit(scale):
+    """With dropout (and on several workers), GT's ops as torch's math kernel: both
+    operands scaled by the scale's square root, the same draws (a Transformer's training
+    step drifted from torch's in the last bits)."""
+    def run(library):
+        library.manual_seed(0)
+        q, k, v = (library.randn(2, 2, 6, 8, requires_grad=True) for _ in range(3))
+        out = library.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=library.rand(6, 6) > 0.2, dropout_p=0.25, scale=scale)
+        (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        return [t.detach().numpy() for t in (out, q.grad, k.grad, v.grad)]
+    for got, expected in zip(run(gt), run(torch)):
+        assert (got == expected).all()
