@@ -308,8 +308,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     and bfloat16 inputs are computed in float32 and rounded once at the end, as torch's
     kernels accumulate (in their own precision, GT's error was 3x torch's). On a cluster
     of one worker, without dropout, torch's own kernel runs by name instead: its bits,
-    forward and backward (the math above rounds otherwise)."""
-    if dropout_p == 0 and len(query._client.workers) == 1:
+    forward and backward (the math above rounds otherwise); not for a mask with
+    `is_causal`, which torch's fused kernels refuse and its math path takes."""
+    if (dropout_p == 0 and len(query._client.workers) == 1
+            and not (is_causal and attn_mask is not None)):
         return call('torch.nn.functional.scaled_dot_product_attention', (query, key, value),
                     dict(attn_mask=attn_mask, is_causal=is_causal, scale=scale,
                          enable_gqa=enable_gqa))

@@ -27,11 +27,11 @@ from gt.ir.ops.elementwise import number_pow, number_pow_
 # An op whose function is a key here may run as the in-place method of its first operand
 # (torch.add as Tensor.add_, and so on).
 IN_PLACE = {getattr(torch, name): getattr(torch.Tensor, name + '_') for name in (
-    'add', 'sub', 'mul', 'div', 'pow', 'remainder', 'floor_divide', 'clamp', 'neg', 'abs',
+    'add', 'sub', 'mul', 'div', 'remainder', 'floor_divide', 'clamp', 'neg', 'abs',
     'sign', 'reciprocal', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt', 'rsqrt',
     'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'sigmoid', 'relu',
     'erf', 'erfc', 'floor', 'ceil', 'trunc')}
-IN_PLACE[number_pow] = number_pow_
+IN_PLACE[number_pow] = number_pow_  # the pow row's: torch.pow with number exponents
 # Functions whose results never share memory with their inputs.
 NEW_MEMORY = frozenset(IN_PLACE) | {torch.matmul}
 COMMUTATIVE = frozenset({torch.add, torch.mul})

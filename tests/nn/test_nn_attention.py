@@ -2,6 +2,7 @@
 outputs, attention weights, input and parameter gradients over masks, layouts and
 projections; names, shapes, reprs, seeded draws and errors as torch's."""
 
+import numpy as np
 import pytest
 import torch
 from attention_check import check_masked
@@ -185,7 +186,8 @@ def test_the_functional_form_is_gt_s_own_and_matches_torch():
 @pytest.mark.parametrize('masking', ['none', 'causal', 'boolean', 'additive', 'gqa'])
 def test_attention_on_one_worker_is_torchs_kernel_bit_for_bit(masking):
     """Without dropout, on one worker, torch's fused kernel runs by name: its output and
-    gradients to the bit (GT's math rounded otherwise; found porting nanoGPT)."""
+    gradients to the bit (GT's math rounded otherwise; found porting nanoGPT). On
+    several (the sharded re-run), GT's sharding math: close."""
     def run(library):
         library.manual_seed(0)
         heads = 2 if masking == 'gqa' else 4
@@ -198,8 +200,9 @@ def test_attention_on_one_worker_is_torchs_kernel_bit_for_bit(masking):
             q, k, v, attn_mask=mask, is_causal=masking == 'causal', enable_gqa=masking == 'gqa')
         (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
         return [t.detach().numpy() for t in (out, q.grad, k.grad, v.grad)]
+    exact = len(gt.runtime.client.current().workers) == 1
     for got, expected in zip(run(gt), run(torch)):
-        assert (got == expected).all()
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)
 
 
 @pytest.mark.parametrize('scale', [None, 0.3, -0.5])

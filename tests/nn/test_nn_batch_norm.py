@@ -115,7 +115,8 @@ def test_bad_inputs_are_named():
 def test_evaluation_is_torchs_kernel_bit_for_bit_and_differentiates(shape, affine):
     """Eval mode's output is torch's kernel's, with gradients or without (GT's ops
     rounded otherwise: a DCGAN generator's eval output differed in 784 of 1024 elements);
-    its gradients are GT's ops, close to torch's, and differentiate again."""
+    its gradients are GT's ops, close to torch's, and differentiate again. On several
+    workers (the sharded re-run) it is composed of GT ops: close."""
     def run(library, grad: bool):
         library.manual_seed(0)
         layer = {2: library.nn.BatchNorm1d, 3: library.nn.BatchNorm1d,
@@ -132,9 +133,11 @@ def test_evaluation_is_torchs_kernel_bit_for_bit_and_differentiates(shape, affin
         (out * library.linspace(-1, 1, out.numel()).reshape(shape)).sum().backward()
         grads = [x.grad] + ([layer.weight.grad, layer.bias.grad] if affine else [])
         return [out.detach().numpy()] + [g.numpy() for g in grads]
+    exact = len(gt.runtime.client.current().workers) == 1  # else composed (sharded re-run)
     for grad in (False, True):
         got, expected = run(gt, grad), run(torch, grad)
-        assert (got[0] == expected[0]).all()
+        assert (got[0] == expected[0]).all() if exact else np.allclose(got[0], expected[0],
+                                                                      atol=1e-5)
         for mine, theirs in zip(got[1:], expected[1:]):
             np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
     layer = gt.nn.BatchNorm1d(4).eval()
