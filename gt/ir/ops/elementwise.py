@@ -121,18 +121,19 @@ def number_pow(base, exponent):
     exponent only, and GT's Python numbers reach the worker as 0-d tensors (in the tensor
     form, `x ** 2` differed from torch's in 166 of 10000 elements, and `x ** 3` in 2543).
     The same dtype keeps the result's. Compiled regions trace torch.pow itself."""
-    if (type(exponent) is torch.Tensor and exponent.ndim == 0 and exponent.dtype == base.dtype
-            and exponent.device.type == 'cpu' and not torch.compiler.is_compiling()):
-        return torch.pow(base, exponent.item())
-    return torch.pow(base, exponent)
+    return torch.pow(base, _as_number(base, exponent))
 
 
 def number_pow_(base, exponent):
     """`number_pow` in place, its twin for gt.runtime.buffer_reuse."""
+    return base.pow_(_as_number(base, exponent))
+
+
+def _as_number(base, exponent):
     if (type(exponent) is torch.Tensor and exponent.ndim == 0 and exponent.dtype == base.dtype
             and exponent.device.type == 'cpu' and not torch.compiler.is_compiling()):
-        return base.pow_(exponent.item())
-    return base.pow_(exponent)
+        return exponent.item()
+    return exponent
 
 
 def _extreme_grad(emit, a, b, g, loses):
