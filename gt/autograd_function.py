@@ -245,7 +245,7 @@ class FunctionNode(TapeNode):
         self.saved, self.aliases = saved, []
 
     def name(self) -> str:
-        return f'{self.function.__name__}Backward'
+        return self.shown_as or f'{self.function.__name__}Backward'
 
     def gradient(self, emit: Callable, inputs: list, grads: list, function: str) -> list:
         """The rule `backward()` calls: the user's backward on the output gradients (zeros

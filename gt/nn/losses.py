@@ -5,9 +5,11 @@ shapes where torch's raise.
 """
 
 import warnings
+from typing import Any
 
 import torch
 
+from gt.autograd_function import Function
 from gt.functional import where
 from gt.grad_fn_names import name_loss
 from gt.ir.invalid_op import InvalidOpError
@@ -90,6 +92,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            f'{_scalar_type(input.dtype)}')
     emit('check_between', input, low=0.0, high=1.0,
          message='all elements of input should be between 0 and 1')
+    if reduction == 'mean' and weight is None:
+        return name_loss(_MeanBinaryCrossEntropy.apply(input, target), 'BinaryCrossEntropy')
     loss = emit('binary_cross_entropy', input, target)
     return name_loss(_reduce(loss if weight is None else loss * weight, reduction),
                      'BinaryCrossEntropy')
@@ -107,15 +111,63 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if not target.dtype.is_floating_point:
         raise InvalidOpError(f"result type {_scalar_type(input.dtype)} can't be cast to the "
                              f'desired output type {_scalar_type(target.dtype)}')
+    if reduction == 'mean' and weight is None and pos_weight is None:
+        return name_loss(_MeanBinaryCrossEntropyWithLogits.apply(input, target),
+                         'BinaryCrossEntropyWithLogits')
+    loss = _logits_loss(input, target, pos_weight)
+    return name_loss(_reduce(loss if weight is None else loss * weight, reduction),
+                     'BinaryCrossEntropyWithLogits')
+
+
+def _logits_loss(input: Tensor, target: Tensor, pos_weight: Tensor | None) -> Tensor:
     # Recorded first, so that backward (latest op first) adds its tiny gradient last, after
     # the gradients of the other terms have cancelled exactly, as in torch's sigmoid - t.
     softplus = _log1p((-input.abs()).exp())
     log_sigmoid = emit('minimum', input, 0.0) - softplus
     if pos_weight is not None:
         log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
-    loss = (1 - target) * input - log_sigmoid
-    return name_loss(_reduce(loss if weight is None else loss * weight, reduction),
-                     'BinaryCrossEntropyWithLogits')
+    return (1 - target) * input - log_sigmoid
+
+
+class _MeanBinaryCrossEntropy(Function):
+    """The mean of binary cross-entropies with torch's gradients, in torch's order: each
+    element's from the incoming gradient, then divided by the count (the mean's gradient
+    divided first, and a GAN's step rounded otherwise). They differentiate again."""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, target: Tensor) -> Tensor:
+        ctx.save_for_backward(input, target)
+        return emit('binary_cross_entropy', input, target).mean()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        input, target = ctx.saved_tensors
+        count = input.numel()
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = emit('binary_cross_entropy_backward', grad.expand(input.shape), input,
+                              target) / count
+        if ctx.needs_input_grad[1]:
+            grad_target = -(input / (1 - input)).log() * grad / count
+        return grad_input, grad_target
+
+
+class _MeanBinaryCrossEntropyWithLogits(Function):
+    """`_MeanBinaryCrossEntropy` on logits: torch's `(sigmoid(x) - t) * g / n`."""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, target: Tensor) -> Tensor:
+        ctx.save_for_backward(input, target)
+        return _logits_loss(input, target, None).mean()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        input, target = ctx.saved_tensors
+        count = input.numel()
+        grad_input = (input.sigmoid() - target) * grad / count if ctx.needs_input_grad[0] \
+            else None
+        grad_target = -input * grad / count if ctx.needs_input_grad[1] else None
+        return grad_input, grad_target
 
 
 def _log1p(z: Tensor) -> Tensor:

@@ -2,6 +2,7 @@
 with respect to the input, and what a target of another shape does (torch's warning and
 broadcast, or an error naming both shapes where torch raises)."""
 
+import numpy as np
 import pytest
 import torch
 from nn_check import assert_close, both, randn, seeded
@@ -290,3 +291,26 @@ def test_torchs_own_functional_losses_take_gt_tensors(name, target):
     x, x_t = both(randn(3, 4))
     assert_close(getattr(functional, name)(x, gt.tensor(target)),
                  getattr(functional, name)(x_t, target))
+
+
+@pytest.mark.parametrize('name', ['binary_cross_entropy', 'binary_cross_entropy_with_logits'])
+def test_mean_binary_cross_entropy_gradients_are_torchs_bits(name):
+    """torch computes each element's gradient from the incoming one, then divides by the
+    count; GT's mean divided first (a GAN's and a VAE's steps rounded otherwise, found
+    porting tutorials). Both gradients, and a second derivative close to torch's."""
+    logits, target = randn(8, 6), torch.rand(8, 6, generator=seeded())
+    inputs = logits if name.endswith('logits') else logits.sigmoid()
+
+    def run(library, tensor):
+        x = tensor(inputs).requires_grad_()
+        t = tensor(target).requires_grad_()
+        loss = getattr(library.nn.functional, name)(x, t)
+        grads = library.autograd.grad(loss, [x, t], create_graph=True)
+        second = library.autograd.grad(grads[0].pow(2).sum(), [x])[0]
+        return [loss.detach().numpy(), *(g.detach().numpy() for g in grads), second.numpy()]
+    got = run(gt, gt.tensor)
+    expected = run(torch, lambda a: a.clone())
+    exact = len(gt.runtime.client.current().workers) == 1  # the sharded re-run sums in parts
+    for mine, theirs in zip(got[:3], expected[:3]):
+        assert (mine == theirs).all() if exact else np.allclose(mine, theirs, atol=1e-6)
+    np.testing.assert_allclose(got[3], expected[3], rtol=1e-4, atol=1e-7)
