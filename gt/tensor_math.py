@@ -235,12 +235,12 @@ class MathMethods:
         if mat1.ndim != 2 or mat2.ndim != 2:
             raise RuntimeError(f'addmm: mat1 and mat2 must be matrices, got '
                                f'{list(mat1.shape)} and {list(mat2.shape)}')
-        if self.dtype in (torch.float16, torch.bfloat16):  # torch's fused kernel rounds once
+        if _fused_product_applies(self):
             return _by_name(self, 'addmm')(mat1, mat2, beta=beta, alpha=alpha)
         return _scaled_sum(self, mat1 @ mat2, beta, alpha)
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
-        if self.dtype in (torch.float16, torch.bfloat16):  # as addmm's
+        if _fused_product_applies(self):
             return _by_name(self, 'baddbmm')(batch1, batch2, beta=beta, alpha=alpha)
         return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
@@ -287,6 +287,15 @@ def _correction(unbiased: bool, correction: Any) -> float:
     if correction is not None:
         return correction.item() if hasattr(correction, 'item') else correction
     return 1 if unbiased else 0
+
+
+def _fused_product_applies(tensor: Any) -> bool:
+    """Whether addmm and baddbmm run torch's kernel by name, which scales and adds
+    inside the product and rounds once: always in half precision, and on a cluster of
+    one worker (`torch.addmm(a, b, c, beta=0.5, alpha=2)` rounded otherwise); on
+    several, a product and a sum of GT's shard."""
+    return (tensor.dtype in (torch.float16, torch.bfloat16)
+            or len(tensor._client.workers) == 1)
 
 
 def _by_name(tensor: Any, name: str) -> Any:

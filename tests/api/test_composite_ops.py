@@ -52,10 +52,13 @@ def test_batched_products():
         gt.bmm(a, gt.ones(3, 4, 5))
 
 
-@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
-def test_half_precision_products_round_once_as_torchs_kernels(dtype):
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16, torch.float32], ids=str)
+def test_products_round_once_as_torchs_kernels(dtype):
     """torch's addmm and baddbmm scale and add inside the product's kernel; the same sum
-    of two rounded terms differed from it by an ulp (bf16 baddbmm, found in an audit)."""
+    of two rounded terms differed from it by an ulp (bf16 baddbmm, found in an audit; in
+    float32 on one worker too). Several workers (the sharded re-run) sum GT's shards."""
+    if dtype == torch.float32 and len(gt.runtime.client.current().workers) > 1:
+        pytest.skip('several workers compute float32 products with sharding ops')
     generator = torch.Generator().manual_seed(0)
     tm, ta, tb = (torch.randn(*shape, generator=generator).to(dtype)
                   for shape in ((2, 8, 8), (2, 8, 16), (2, 16, 8)))
