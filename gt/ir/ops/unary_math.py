@@ -75,9 +75,23 @@ def _erf_slope(emit, x):
     return emit('mul', TWO_OVER_ROOT_PI, emit('exp', emit('neg', _square(emit, x))))
 
 
-def _rsqrt_slope(emit, x):
+def _rsqrt_grad(emit, inputs, grads, **attrs):
+    """torch's `-0.5 * g * result ** 3` (a cube is `r * r * r`)."""
+    (x,), (g,) = inputs, grads
     root = emit('rsqrt', x)
-    return emit('mul', -0.5, emit('mul', root, emit('mul', root, root)))
+    return [emit('mul', emit('mul', -0.5, g), emit('mul', emit('mul', root, root), root))]
+
+
+def _reciprocal_grad(emit, inputs, grads, **attrs):
+    """torch's `-g * (result * result)`."""
+    (x,), (g,) = inputs, grads
+    result = emit('reciprocal', x)
+    return [emit('mul', emit('neg', g), emit('mul', result, result))]
+
+
+def _one_minus_square_rsqrt(emit, x):
+    """torch's `(-x * x + 1).rsqrt()`, of asin's and acos's gradients."""
+    return emit('rsqrt', emit('add', emit('mul', emit('neg', x), x), 1))
 
 
 UNARY_FLOATING = {
@@ -86,28 +100,27 @@ UNARY_FLOATING = {
     'cos': (torch.cos, np.cos, _times(lambda emit, x: emit('neg', emit('sin', x)))),
     'tan': (torch.tan, np.tan,
             _times(lambda emit, x: emit('add', 1, _square(emit, emit('tan', x))))),
-    'asin': (torch.asin, np.arcsin,
-             _over(lambda emit, x: emit('sqrt', emit('sub', 1, _square(emit, x))))),
-    'acos': (torch.acos, np.arccos, _over(lambda emit, x: emit(
-        'neg', emit('sqrt', emit('sub', 1, _square(emit, x)))))),
+    'asin': (torch.asin, np.arcsin, _times(_one_minus_square_rsqrt)),
+    'acos': (torch.acos, np.arccos,
+             _times(lambda emit, x: emit('neg', _one_minus_square_rsqrt(emit, x)))),
     'atan': (torch.atan, np.arctan, _over(lambda emit, x: emit('add', 1, _square(emit, x)))),
     'sinh': (torch.sinh, np.sinh, _times(lambda emit, x: emit('cosh', x))),
     'cosh': (torch.cosh, np.cosh, _times(lambda emit, x: emit('sinh', x))),
     'asinh': (torch.asinh, np.arcsinh,
-              _over(lambda emit, x: emit('sqrt', emit('add', _square(emit, x), 1)))),
+              _times(lambda emit, x: emit('rsqrt', emit('add', _square(emit, x), 1)))),
     'acosh': (torch.acosh, np.arccosh,
-              _over(lambda emit, x: emit('sqrt', emit('sub', _square(emit, x), 1)))),
+              _times(lambda emit, x: emit('rsqrt', emit('sub', _square(emit, x), 1)))),
     'atanh': (torch.atanh, np.arctanh,
               _over(lambda emit, x: emit('sub', 1, _square(emit, x)))),
     'log1p': (torch.log1p, np.log1p, _over(lambda emit, x: emit('add', x, 1))),
-    'expm1': (torch.expm1, np.expm1, _times(lambda emit, x: emit('exp', x))),
+    'expm1': (torch.expm1, np.expm1,
+              _times(lambda emit, x: emit('add', emit('expm1', x), 1))),
     'log2': (torch.log2, np.log2, _over(lambda emit, x: emit('mul', x, math.log(2)))),
     'log10': (torch.log10, np.log10, _over(lambda emit, x: emit('mul', x, math.log(10)))),
     'erf': (torch.erf, _erf, _times(_erf_slope)),
     'erfc': (torch.erfc, _erfc, _times(lambda emit, x: emit('neg', _erf_slope(emit, x)))),
-    'rsqrt': (torch.rsqrt, lambda x: 1 / np.sqrt(x), _times(_rsqrt_slope)),
-    'reciprocal': (torch.reciprocal, lambda x: 1 / x,
-                   _times(lambda emit, x: emit('neg', emit('reciprocal', _square(emit, x))))),
+    'rsqrt': (torch.rsqrt, lambda x: 1 / np.sqrt(x), _rsqrt_grad),
+    'reciprocal': (torch.reciprocal, lambda x: 1 / x, _reciprocal_grad),
 }
 
 ROUNDING = {
