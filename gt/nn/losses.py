@@ -249,10 +249,10 @@ def _soft_cross_entropy(log_p: Tensor, target: Tensor, weight: Tensor | None,
     product = log_p * target
     if weight is not None:
         product = product * _class_shaped(weight, log_p, class_dim)
-    loss = -product.sum(class_dim)
-    if reduction == 'mean':
-        return loss.sum() / (log_p.numel() // n_classes) if log_p.ndim > 1 else loss
-    return loss.sum() if reduction == 'sum' else loss
+    if reduction == 'none':
+        return -product.sum(class_dim)
+    total = -product.sum()  # one flat sum, as torch's: per row first rounded otherwise
+    return total if reduction == 'sum' else total / (log_p.numel() // n_classes)
 
 
 def _class_shaped(weight: Tensor, like: Tensor, class_dim: int) -> Tensor:
