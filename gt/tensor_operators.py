@@ -34,8 +34,8 @@ class OperatorMethods:
     def __rmod__(self, other): return core.binary('remainder', other, self)
     def __pow__(self, other): return core.binary('pow', self, other)
     def __rpow__(self, other): return core.binary('pow', other, self)
-    def __matmul__(self, other): return core.apply('matmul', [self, core.as_tensor(other)])
-    def __rmatmul__(self, other): return core.apply('matmul', [core.as_tensor(other), self])
+    def __matmul__(self, other): return _matmul(self, core.as_tensor(other))
+    def __rmatmul__(self, other): return _matmul(core.as_tensor(other), self)
     def __neg__(self): return core.apply('neg', [self])
     def __pos__(self): return self
     def __abs__(self): return core.apply('abs', [self])
@@ -164,3 +164,12 @@ def _by_name(name: str, first: Any, second: Any) -> 'core.Tensor':
     from gt import fallback
 
     return fallback.call(f'torch.{name}', (first, second), {})
+
+
+def _matmul(a, b):
+    """`a @ b`; a batch times a matrix or vector that requires grad (a Linear's weight) is
+    the `folded_matmul` row, as torch.matmul folds it then (gt/ir/ops/linalg.py)."""
+    if (a.ndim >= 3 and b.ndim <= 2 and b.requires_grad) or (
+            b.ndim >= 3 and a.ndim <= 2 and a.requires_grad):
+        return core.apply('folded_matmul', [a, b])
+    return core.apply('matmul', [a, b])

@@ -193,12 +193,20 @@ def multi_head_attention_forward(
         if dropout_p > 0.0:
             attn_weights = F.dropout(attn_weights, p=dropout_p)
         output = attn_weights @ v
+        # (N * heads, L, head_dim) -> (L, N, E), then the output projection.
+        output = output.transpose(0, 1).reshape(tgt_len, bsz, embed_dim)
+        output = F.linear(output, out_proj_weight, out_proj_bias)
     else:
+        # As torch's: attention over (N, heads, L, head_dim), whose bits differ from the
+        # (N * heads) batch's, then the heads joined row by row for the projection.
         attn_weights = None
+        if attn_mask is not None:
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
+                attn_mask.view(bsz, num_heads, -1, src_len)
+        q, k, v = (t.view(bsz, num_heads, -1, head_dim) for t in (q, k, v))
         output = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    # (N * heads, L, head_dim) -> (L, N, E), then the output projection.
-    output = output.transpose(0, 1).reshape(tgt_len, bsz, embed_dim)
-    output = F.linear(output, out_proj_weight, out_proj_bias)
+        output = output.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
+        output = F.linear(output, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
     if attn_weights is not None:
         attn_weights = attn_weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:

@@ -33,7 +33,7 @@ IN_PLACE = {getattr(torch, name): getattr(torch.Tensor, name + '_') for name in 
     'erf', 'erfc', 'floor', 'ceil', 'trunc')}
 IN_PLACE[number_pow] = number_pow_  # the pow row's: torch.pow with number exponents
 # Functions whose results never share memory with their inputs.
-NEW_MEMORY = frozenset(IN_PLACE) | {torch.matmul}
+NEW_MEMORY = frozenset(IN_PLACE) | {torch.matmul, OPS['folded_matmul'].torch}
 COMMUTATIVE = frozenset({torch.add, torch.mul})
 
 

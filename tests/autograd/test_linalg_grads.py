@@ -2,6 +2,7 @@
 a matrix times a batch gets its gradient as torch does, by 'folded_mm' (one mm over every
 row of the batch), bit for bit, and that differentiates again."""
 
+import numpy as np
 import pytest
 import torch
 from check import assert_torchs_bits, check_vs_torch, op
@@ -99,3 +100,23 @@ def test_batched_layout_passes_its_gradient_through_and_differentiates_again():
     t_second = torch.autograd.grad(sum((f * f).sum() for f in t_first), [tx, ty])
     for got, want in zip(second, t_second):
         torch.testing.assert_close(got.data, want)
+
+
+def test_folded_matmul_gradients_are_torchs():
+    """'folded_matmul' (a batch times a weight that requires grad) differentiates as
+    matmul, to the bit against torch on a transposed batch, as a Linear over
+    `x.transpose(0, 1)` in batch-first attention computes it."""
+    generator = torch.Generator().manual_seed(6)
+    batch = torch.randn(3, 7, 16, generator=generator)
+    weight = torch.randn(5, 16, generator=generator)
+
+    def run(library, make):
+        x, w = make(batch).requires_grad_(), make(weight).requires_grad_()
+        out = x.transpose(0, 1) @ w.t()
+        (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        return [out.detach().numpy(), x.grad.numpy(), w.grad.numpy()]
+    got, expected = run(gt, gt.tensor), run(torch, lambda t: t.clone())
+    assert 'folded_matmul' in gt.debug.dump_ir(show=False)
+    exact = len(gt.runtime.client.current().workers) == 1
+    for mine, theirs in zip(got, expected):
+        assert (mine == theirs).all() if exact else np.allclose(mine, theirs, atol=1e-5)

@@ -116,6 +116,25 @@ def test_folded_mm_is_one_mm_over_every_leading_position(a, b, dtype):
              torch.mm(x.flatten(0, -2).t(), y.flatten(0, -2)))
 
 
+@pytest.mark.parametrize('a, b', [((3, 7, 16), (16, 5)), ((2, 3, 4), (4,)), ((5, 4), (2, 4, 3)),
+                                  ((4,), (2, 4, 3)), ((0, 2, 3), (3, 2))])
+@pytest.mark.parametrize('transposed', [False, True])
+def test_folded_matmul_is_torchs_matmul_with_the_smaller_operand_requiring_grad(a, b, transposed):
+    """'folded_matmul' gives torch.matmul's values and bits as torch computes them when
+    the smaller operand requires grad: the larger folded into one mm, even a transposed
+    batch (copied), where torch's matmul of tensors that require nothing takes bmm."""
+    x, y = tensor(a), tensor(b)
+    if transposed:
+        x, y = (x.transpose(0, 1).contiguous().transpose(0, 1) if x.ndim >= 3 else x,
+                y.transpose(0, 1).contiguous().transpose(0, 1) if y.ndim >= 3 else y)
+    smaller = 1 if len(b) < len(a) else 0
+    with torch.enable_grad():
+        operands = [x, y]
+        operands[smaller] = operands[smaller].clone().requires_grad_()
+        expected = torch.matmul(*operands).detach()
+    check_op('folded_matmul', [x, y], {}, expected)
+
+
 @pytest.mark.parametrize('viewed', ['contiguous', 'transposed', 'split_heads', 'empty'])
 def test_batched_layout_folds_as_torch_matmul_folds_a_batched_operand(viewed):
     """'batched_layout' keeps the values; its layout is torch.matmul's folded operand:

@@ -219,3 +219,26 @@ def test_attention_with_dropout_is_torchs_math_bit_for_bit(scale):
         return [t.detach().numpy() for t in (out, q.grad, k.grad, v.grad)]
     for got, expected in zip(run(gt), run(torch)):
         assert (got == expected).all()
+
+
+@pytest.mark.parametrize('batch_first', [False, True])
+@pytest.mark.parametrize('masked', [False, True])
+def test_transformer_layer_attention_is_torchs_bit_for_bit(batch_first, masked):
+    """`nn.TransformerEncoderLayer` calls attention without weights: torch's runs it over
+    (N, heads, L, head_dim), and its batch-first input projection folds the transposed
+    batch into one mm; GT's differed in the last bits on both counts."""
+    def run(library):
+        library.manual_seed(0)
+        layer = library.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0,
+                                                   batch_first=batch_first)
+        x = library.randn(3, 5, 16, requires_grad=True)
+        length = 5 if batch_first else 3
+        mask = library.nn.Transformer.generate_square_subsequent_mask(length) if masked \
+            else None
+        out = layer(x, src_mask=mask)
+        (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        return [out.detach().numpy(), x.grad.numpy(),
+                layer.self_attn.in_proj_weight.grad.numpy()]
+    exact = len(gt.runtime.client.current().workers) == 1
+    for got, expected in zip(run(gt), run(torch)):
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)

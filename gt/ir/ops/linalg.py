@@ -114,6 +114,22 @@ def _matmul_grad(emit, inputs, grads):
     return [grad_a, grad_b]
 
 
+def _folded_matmul(a, b):
+    """torch.matmul of a batch and a matrix (or vector) as torch runs it when the smaller
+    operand requires grad (a Linear's weight): the batch folded into the rows of one mm,
+    copied where its leading dims do not fold (a transposed input), where the worker,
+    whose tensors require nothing, took bmm and rounded otherwise."""
+    transpose = b.dim() > a.dim()
+    larger = b.mT if transpose else a
+    smaller = (a.t() if a.dim() == 2 else a) if transpose else b
+    leading = larger.shape[:-1]
+    folded = larger.reshape(math.prod(leading), larger.shape[-1])
+    if smaller.dim() == 1:
+        return folded.mv(smaller).view(leading)
+    product = folded.mm(smaller).view(*leading, smaller.shape[1])
+    return product.mT.contiguous() if transpose else product
+
+
 def _batched_layout(x):
     """`x` laid out as torch.matmul lays out a batched operand for bmm: its batch dims
     folded by `reshape`, a view where they fold and a contiguous copy where they do not
@@ -131,6 +147,8 @@ def _folded_mm_grad(emit, inputs, grads):
 ROWS = [
     OpDef('matmul', _matmul_type, torch.matmul, lambda a, b: np.asarray(np.matmul(a, b)),
           grad=_matmul_grad, shard=sharding.matmul),
+    OpDef('folded_matmul', _matmul_type, _folded_matmul,
+          lambda a, b: np.asarray(np.matmul(a, b)), grad=_matmul_grad, shard=sharding.matmul),
     OpDef('folded_mm', _folded_mm_type, _folded_mm, _np_folded_mm, grad=_folded_mm_grad,
           shard=sharding.folded_mm),
     OpDef('batched_layout', _batched_layout_type, _batched_layout, lambda x: x,
