@@ -121,20 +121,33 @@ class _Evaluated(Function):
 
 def _kernel_applies(input: Tensor, *tensors: Any) -> bool:
     """Whether training takes torch's kernels: one worker (nothing to shard), every
-    tensor given, of the input's dtype, and a number for the momentum."""
+    tensor given of the input's dtype (a missing one stands in as below), and a number
+    for the momentum."""
     *given, momentum = tensors
     return (len(input._client.workers) == 1 and isinstance(momentum, (int, float))
-            and all(isinstance(t, Tensor) and t.dtype == input.dtype for t in given))
+            and all(t is None or isinstance(t, Tensor) and t.dtype == input.dtype
+                    for t in given))
 
 
-def _torch_kernel(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor,
-                  bias: Tensor, momentum: float, eps: float) -> Tensor:
+def _torch_kernel(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                  weight: Tensor | None, bias: Tensor | None, momentum: float,
+                  eps: float) -> Tensor:
+    """A missing weight is ones and a missing bias zeros, which the kernel's arithmetic
+    gives the bits of none (`affine=False`); missing running statistics are made and
+    their updates dropped (`track_running_stats=False`)."""
+    channels = (input.shape[1],)
     with no_grad():
+        stand_ins = [ones(channels, dtype=input.dtype) if weight is None else weight,
+                     zeros(channels, dtype=input.dtype) if bias is None else bias,
+                     zeros(channels, dtype=input.dtype) if running_mean is None else running_mean,
+                     ones(channels, dtype=input.dtype) if running_var is None else running_var]
         output, mean, invstd, new_mean, new_var = emit(
-            'batch_norm_train', input, weight, bias, running_mean, running_var,
-            momentum=float(momentum), eps=float(eps))
-        running_mean.copy_(new_mean)
-        running_var.copy_(new_var)
+            'batch_norm_train', input, *stand_ins, momentum=float(momentum), eps=float(eps))
+        if running_mean is not None:
+            running_mean.copy_(new_mean)
+        if running_var is not None:
+            running_var.copy_(new_var)
+    weight, bias = stand_ins[:2]
     if not any(t.requires_grad for t in (input, weight, bias)):
         return output
     return emit('batch_normed', input, weight, bias, output, mean, invstd, eps=float(eps))

@@ -145,3 +145,21 @@ def test_evaluation_is_torchs_kernel_bit_for_bit_and_differentiates(shape, affin
     (first,) = gt.autograd.grad((layer(x) ** 2).sum(), [x], create_graph=True)
     (second,) = gt.autograd.grad(first.sum(), [x])
     np.testing.assert_allclose(second.numpy(), np.full((6, 4), 2.0 / (1 + 1e-5)), rtol=1e-5)
+
+
+@pytest.mark.parametrize('affine, track', [(False, True), (True, False), (False, False)])
+def test_training_without_weights_or_running_statistics_is_torchs_kernel(affine, track):
+    """`affine=False` (SimCLR's heads) and `track_running_stats=False` (MAML) train with
+    torch's kernel too, its weight ones and bias zeros, its statistics made and dropped:
+    composed of GT ops, they rounded otherwise."""
+    def run(library):
+        library.manual_seed(0)
+        layer = library.nn.BatchNorm2d(3, affine=affine, track_running_stats=track)
+        x = library.randn(8, 3, 4, 4, requires_grad=True)
+        out = layer(x)
+        (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        kept = [layer.running_mean.numpy(), layer.running_var.numpy()] if track else []
+        return [out.detach().numpy(), x.grad.numpy(), *kept]
+    exact = len(gt.runtime.client.current().workers) == 1  # else composed (sharded re-run)
+    for got, expected in zip(run(gt), run(torch)):
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)
