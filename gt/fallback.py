@@ -289,6 +289,15 @@ def namespace(prefix: str, module_globals: dict):
     return __getattr__
 
 
+def is_method(attribute: str) -> bool:
+    """Whether `method` finds `attribute`: an in-place form of a method GT has, or a
+    torch Tensor method GT runs by name."""
+    if attribute.endswith('_') and not attribute.endswith('__') \
+            and _own_method(attribute[:-1]) is not None:
+        return True
+    return not attribute.startswith('_') and torch_functions.exists(f'Tensor.{attribute}')
+
+
 def method(tensor: Tensor, attribute: str) -> Any:
     """`tensor.attribute` for a torch Tensor method GT has no op for. The in-place form of
     a method GT has (`x.sin_()`, `x.relu_()`) rebinds `x` to the method's result."""

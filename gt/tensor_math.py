@@ -12,6 +12,7 @@ import torch
 from gt import tensor as core
 from gt.ir.dtypes import representable
 from gt.numpy_names import numpy_names
+from gt.tensor_class import TensorClass
 
 # The C++ names torch's messages give dtypes: of a mask's type, and of a value's target.
 C_TYPES = {torch.uint8: 'unsigned char', torch.int8: 'signed char', torch.int16: 'short int',
@@ -21,7 +22,7 @@ FIXED_WIDTH_TYPES = {**C_TYPES, torch.uint8: 'uint8_t', torch.int8: 'int8_t',
                      torch.int16: 'int16_t', torch.int64: 'int64_t'}
 
 
-class MathMethods:
+class MathMethods(metaclass=TensorClass):  # gt.Tensor's type: `gt.Tensor.add` is found
     __slots__ = ()
 
     # ---- elementwise -----------------------------------------------------------------

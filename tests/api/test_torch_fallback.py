@@ -267,3 +267,20 @@ def test_a_random_draw_reads_a_one_element_integer_tensor_as_its_count():
                                      replacement=True)
         draws.append((tuple(rows.shape), picked.tolist()))
     assert draws[0] == draws[1] and draws[0][0] == (2, 3)
+
+
+def test_methods_run_by_name_are_found_on_the_class_as_torchs():
+    """`torch.Tensor.add` is a function of a tensor and the arguments, which code passes
+    around; GT's class had only the methods it defines (found porting research code)."""
+    import functools
+
+    values = [array((3,)), array((3,)) * 2]
+    mine, theirs = [gt.tensor(v) for v in values], [torch.tensor(v) for v in values]
+    assert_same(functools.reduce(gt.Tensor.add, mine), functools.reduce(torch.Tensor.add, theirs))
+    assert_same(gt.Tensor.flip(mine[0], [0]), torch.Tensor.flip(theirs[0], [0]))
+    assert_same(gt.Tensor.det(gt.eye(3) * 2), torch.Tensor.det(torch.eye(3) * 2))
+    for name in ('inverse', 'roll', 'argsort', 'kthvalue', 'index_add', 'sin_', 'sum'):
+        assert hasattr(gt.Tensor, name) and hasattr(torch.Tensor, name), name
+    assert gt.Tensor.roll.__name__ == 'roll'
+    with pytest.raises(AttributeError, match="type object 'Tensor' has no attribute"):
+        gt.Tensor.no_such_method
