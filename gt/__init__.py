@@ -47,6 +47,7 @@ from gt.autograd import (
     set_grad_enabled,
 )
 from gt.compiling import compile
+from gt.config import ConfigError as _ConfigError
 from gt.config import ShardConfig, SignalConfig, load_config, register_config
 from gt.creation import (
     arange,
@@ -268,4 +269,8 @@ _register_collate()
 _sys.modules[f'{__name__}.multiprocessing'] = multiprocessing
 _autograd_submodules.register()
 if _os.environ.get('GT_CONFIG'):
-    load_config(_os.environ['GT_CONFIG'])
+    try:
+        load_config(_os.environ['GT_CONFIG'])
+    except OSError as _error:  # the variable's name, as for any other bad GT_* value
+        raise _ConfigError(f"GT_CONFIG={_os.environ['GT_CONFIG']!r} cannot be read: "
+                          f'{_error.strerror}') from None

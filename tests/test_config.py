@@ -331,3 +331,11 @@ def test_a_malformed_gt_config_fails_import_naming_the_file(tmp_path):
     assert result.returncode != 0
     assert (f"ConfigError: {path}: signal 'forward_layer1': shard.axis must be a non-negative "
             "integer, got 'zero'") in result.stderr
+
+
+def test_a_gt_config_that_cannot_be_read_names_the_variable(tmp_path):
+    """A plain FileNotFoundError said nothing of where the path came from."""
+    result = run_python('import gt', str(tmp_path / 'nowhere.yaml'), tmp_path)
+    assert result.returncode != 0
+    assert (f"ConfigError: GT_CONFIG='{tmp_path / 'nowhere.yaml'}' cannot be read: No such "
+            'file or directory') in result.stderr, result.stderr

@@ -42,7 +42,9 @@ ZERO_ALLOWED = {'GT_EXPRESS_SECONDS'}  # 0 turns the express lane off
 # 0.5 s and a client's ping every 1 s. GT_HEARTBEAT_TIMEOUT=0.01 lost every worker at each
 # heartbeat, and every session's values with it.
 FLOORS = {'GT_HEARTBEAT_TIMEOUT': (1.0, "twice a worker's heartbeat interval (0.5 s)"),
-          'GT_TIMEOUT': (2.0, "twice a client's ping interval (1 s)")}
+          'GT_TIMEOUT': (2.0, "twice a client's ping interval (1 s)"),
+          # GT_SESSION_TIMEOUT=0.5 ended the session of an idle, live client.
+          'GT_SESSION_TIMEOUT': (2.0, "twice a client's keep-alive interval (1 s)")}
 SIZES = ('GT_MAX_MESSAGE_BYTES', 'GT_SESSION_MEMORY_LIMIT')  # bytes; unset or 0: no bound
 UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 

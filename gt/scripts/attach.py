@@ -6,6 +6,8 @@ GT_CURVE_SERVER_KEY, or for one on this host its note; the key pair is GT_CURVE_
 else one made in memory. A server with a token and no CURVE keys shows its monitor on its
 own host only: the feed would go unencrypted and unchecked to anyone who asked."""
 
+import argparse
+import math
 import os
 
 import zmq
@@ -68,3 +70,25 @@ def subscribe(endpoint: str, *topics: bytes, keys: curve.Keys | None = None) -> 
         socket.setsockopt(zmq.SUBSCRIBE, topic)
     socket.connect(endpoint)
     return socket
+
+
+def positive_seconds(text: str) -> float:
+    """A command line's duration: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number of seconds') from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number of seconds above 0')
+    return value
+
+
+def positive_count(text: str) -> int:
+    """A command line's count: a whole number from 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number from 1')
+    return value

@@ -26,7 +26,14 @@ from rich.text import Text
 
 from gt.runtime.curve import Keys
 from gt.runtime.events import running_dispatchers
-from gt.scripts.attach import GONE_SECONDS, monitor_endpoint, subscribe
+from gt.runtime.transport import tcp_port
+from gt.scripts.attach import (
+    GONE_SECONDS,
+    monitor_endpoint,
+    positive_count,
+    positive_seconds,
+    subscribe,
+)
 from gt.scripts.top_model import Model, WorkerView, human_bytes
 
 COLOURS = ('bright_blue', 'green', 'yellow', 'magenta', 'cyan', 'red', 'bright_white')
@@ -201,13 +208,13 @@ def watch(endpoint: str, title: str, pid: int | None, interval: float,
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog='python -m gt.scripts.top', description=__doc__)
-    parser.add_argument('--port', type=int, help='the dispatcher\'s port (default: the '
+    parser.add_argument('--port', type=tcp_port, help='the dispatcher\'s port (default: the '
                         'newest dispatcher running on this host)')
     parser.add_argument('--host', help='the dispatcher\'s host (default 127.0.0.1)')
-    parser.add_argument('--interval', type=float,
+    parser.add_argument('--interval', type=positive_seconds,
                         help='seconds between redraws (default 0.25; 2 when the output is '
                         'no terminal)')
-    parser.add_argument('-n', '--frames', type=_positive,
+    parser.add_argument('-n', '--frames', type=positive_count,
                         help='stop after this many frames (default: until q)')
     args = parser.parse_args(argv)
     interval = args.interval or (0.25 if sys.stdout.isatty() else 2.0)
@@ -226,13 +233,6 @@ def main(argv: list[str] | None = None) -> None:
         reason = ''
     if reason:
         print(f'gt top: {reason}')
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{text} is not a positive number of frames')
-    return value
 
 
 if __name__ == '__main__':

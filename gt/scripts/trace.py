@@ -10,7 +10,14 @@ import msgpack
 
 from gt.runtime import curve
 from gt.runtime.events import format_line
-from gt.scripts.attach import GONE_SECONDS, monitor_endpoint, subscribe
+from gt.runtime.transport import tcp_port
+from gt.scripts.attach import (
+    GONE_SECONDS,
+    monitor_endpoint,
+    positive_count,
+    positive_seconds,
+    subscribe,
+)
 
 
 def capture(endpoint: str, seconds: float, max_events: int | None,
@@ -42,21 +49,27 @@ def capture(endpoint: str, seconds: float, max_events: int | None,
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog='python -m gt.scripts.trace', description=__doc__)
-    parser.add_argument('-s', '--seconds', type=float, required=True,
+    parser.add_argument('-s', '--seconds', type=positive_seconds, required=True,
                         help='longest time to capture for')
-    parser.add_argument('-n', '--max-events', type=int, help='stop after this many events')
-    parser.add_argument('--port', type=int, help='the dispatcher\'s port (default: the '
+    parser.add_argument('-n', '--max-events', type=positive_count,
+                        help='stop after this many events')
+    parser.add_argument('--port', type=tcp_port, help='the dispatcher\'s port (default: the '
                         'newest dispatcher running on this host)')
     parser.add_argument('--host', help='the dispatcher\'s host (default 127.0.0.1)')
     parser.add_argument('--dir', default='.', help='where to write the trace (default: here)')
     args = parser.parse_args(argv)
-    endpoint, keys = monitor_endpoint(args.host, args.port)
-    events, gone = capture(endpoint, args.seconds, args.max_events, keys)
-    if gone:
-        print(f'the dispatcher at {endpoint} went away: writing what was heard')
-    os.makedirs(args.dir, exist_ok=True)
+    # Opened before the capture: a --dir that cannot take the file lost a whole capture.
     path = os.path.join(args.dir, f'trace_{time.strftime("%Y%m%d_%H%M%S")}.log')
-    with open(path, 'w') as file:
+    try:
+        os.makedirs(args.dir, exist_ok=True)
+        file = open(path, 'w')
+    except OSError as error:
+        raise SystemExit(f'gt trace: cannot write {path!r}: {error.strerror}') from None
+    with file:
+        endpoint, keys = monitor_endpoint(args.host, args.port)
+        events, gone = capture(endpoint, args.seconds, args.max_events, keys)
+        if gone:
+            print(f'the dispatcher at {endpoint} went away: writing what was heard')
         for seconds, kind, peer, message, fields in events:
             file.write(format_line(seconds, kind, peer, message, fields) + '\n')
     print(f'{len(events)} events from {endpoint} written to {path}')

@@ -216,7 +216,7 @@ def _lane(kind: str, peer: str, fields: dict, lanes: dict, worker_lanes: dict) -
 def _run(end: Event, starts: dict, sends: dict, events: list) -> Interval:
     """The run a WORKER_END closes, linked to the WORKER_SEND that carried its program."""
     key = (end.fields.get('session'), end.lane, end.fields.get('program'))
-    seconds = float(end.fields.get('seconds') or 0)
+    seconds = _seconds(end.fields.get('seconds'))
     # The start's own stamp, with the worker's exact duration (the log rounds to ms).
     start = starts[key].popleft().seconds if starts[key] else end.seconds - seconds
     op = first_op(end.fields.get('kinds'))
@@ -227,6 +227,15 @@ def _run(end: Event, starts: dict, sends: dict, events: list) -> Interval:
         flow = events[at].flow
     return Interval(start, start + seconds, end.lane, f'p{end.fields.get("program")}', op, flow,
                     end.fields)
+
+
+def _seconds(text: str | None) -> float:
+    """A run's logged seconds; 0 for a value that is no number, as a line that does not
+    parse is skipped (one such field ended the whole drawing with a traceback)."""
+    try:
+        return float(text or 0)
+    except ValueError:
+        return 0.0
 
 
 def visualize(paths: list[str], output: str | None = None, chrome: str | None = None,
@@ -243,7 +252,10 @@ def visualize(paths: list[str], output: str | None = None, chrome: str | None = 
     if output:
         from gt.scripts.timeline import draw_timeline
 
-        draw_timeline(trace, output, dpi, start, end, cut_gaps=not keep_gaps)
+        try:
+            draw_timeline(trace, output, dpi, start, end, cut_gaps=not keep_gaps)
+        except OSError as error:  # matplotlib's traceback said it from deep inside
+            raise SystemExit(f'visualize: cannot write {output!r}: {error.strerror}') from None
     if chrome:
         from gt.scripts.chrome_trace import write_chrome_trace
 
@@ -255,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog='python -m gt.scripts.visualize', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('logs', nargs='+', help='instruction logs, or globs (trace_*.log)')
-    parser.add_argument('--output', '-o', help='the timeline picture (PNG, SVG or PDF)')
+    parser.add_argument('--output', '-o', help='the timeline picture (PNG, SVG, PDF or '
+                        'another format matplotlib writes, by its extension)')
     parser.add_argument('--dpi', type=int, default=150, help='its resolution (default 150)')
     parser.add_argument('--chrome', help='also write a Chrome/Perfetto trace JSON here')
     parser.add_argument('--start', type=float, help='seconds: draw from here')

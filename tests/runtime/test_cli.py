@@ -42,6 +42,11 @@ def outputs():
         'worker port not a number': ('gt.worker', '-p', 'abc'),
         'device not on this machine': ('gt.worker', '--device', MISSING_DEVICE, '-p', '1'),
         'device not a device': ('gt.worker', '--device', 'gpu0', '-p', '1'),
+        'top port negative': ('gt.scripts.top', '--port', '-5'),
+        'top interval negative': ('gt.scripts.top', '--interval', '-1'),
+        'trace seconds not a number': ('gt.scripts.trace', '-s', 'nan'),
+        'trace no events': ('gt.scripts.trace', '-s', '1', '-n', '0'),
+        'trace dir a file': ('gt.scripts.trace', '-s', '60', '--dir', __file__),
     }
     started = {name: start(*args) for name, args in commands.items()}
     return {name: finish(process) for name, process in started.items()}
@@ -182,3 +187,18 @@ def test_simple_launch_refuses_a_port_another_server_holds():
     assert result.returncode != 0
     assert f'port {port} is in use' in result.stderr
     assert 'test passed' not in result.stdout
+
+
+@pytest.mark.parametrize('command, problem', [
+    ('top port negative', "argument --port: '-5' is not a TCP port (1 to 65535)"),
+    ('top interval negative', "argument --interval: '-1' is not a number of seconds above 0"),
+    ('trace seconds not a number', "argument -s/--seconds: 'nan' is not a number of seconds"),
+    ('trace no events', "argument -n/--max-events: '0' is not a whole number from 1"),
+    ('trace dir a file', 'gt trace: cannot write'),
+])
+def test_top_and_trace_refuse_bad_arguments_at_once(outputs, command, problem):
+    """Each crashed with a traceback, was taken silently, or (a --dir that is a file)
+    failed only after the whole capture (found by an audit)."""
+    code, stdout, stderr = outputs[command]
+    assert code != 0 and problem in stderr, stderr
+    assert 'Traceback' not in stderr

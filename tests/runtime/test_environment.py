@@ -30,6 +30,7 @@ README = Path(__file__).resolve().parents[2] / 'README.md'
     ('GT_WEIGHT', 'nan', 'not a finite number'),
     ('GT_WORKER_THREADS', '0', 'below 1, the least it can be; unset it for the default\n'),
     ('GT_TIMEOUT', '0.5', "below 2 s, twice a client's ping interval (1 s)"),
+    ('GT_SESSION_TIMEOUT', '0.5', "below 2 s, twice a client's keep-alive interval (1 s)"),
 ])
 def test_a_client_refuses_a_malformed_number_by_name(name, value, problem):
     result = run_script('import gt\ngt.ones(1).tolist()', env={name: value})

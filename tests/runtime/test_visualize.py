@@ -195,3 +195,18 @@ def test_express_lane_runs_get_a_row_of_their_own(tmp_path):
     (fetch,) = trace.fetches
     light = [e.flow for e in trace.events if e.kind == 'RECV' and e.fields['session'] == '2']
     assert runs['p1'].flow == fetch.flow == light[0] != runs['p0'].flow
+
+
+def test_a_bad_field_is_skipped_and_an_unwritable_picture_says_so(tmp_path):
+    """A run whose seconds are no number counts as none, as a line that does not parse
+    is skipped (it ended the drawing with a traceback); a picture that cannot be written
+    says so in a line (matplotlib's traceback did)."""
+    log = tmp_path / 'sample.log'
+    log.write_text(SAMPLE.replace('seconds=0.0042', 'seconds=notanumber'))
+    assert 'seconds=notanumber' in log.read_text()
+    assert len(load_trace([str(log)]).runs) == 2
+    result = visualize(str(log), '-o', str(tmp_path / 'missing' / 'a.png'))
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("cannot write '" + str(tmp_path / 'missing' / 'a.png')
+                                          + "': No such file or directory"), result.stderr
+    assert 'Traceback' not in result.stderr
