@@ -9,6 +9,7 @@ own host only: the feed would go unencrypted and unchecked to anyone who asked."
 import argparse
 import math
 import os
+from typing import Any, Callable
 
 import zmq
 
@@ -72,23 +73,18 @@ def subscribe(endpoint: str, *topics: bytes, keys: curve.Keys | None = None) -> 
     return socket
 
 
-def positive_seconds(text: str) -> float:
-    """A command line's duration: a finite number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a number of seconds') from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a number of seconds above 0')
-    return value
+def _above_zero(convert: Callable[[str], Any], noun: str) -> Callable[[str], Any]:
+    """An argparse type: `convert(text)`, a finite value above 0, else a usage error."""
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'{text!r} is not {noun}') from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f'{text!r} is not {noun} above 0')
+        return value
+    return parse
 
 
-def positive_count(text: str) -> int:
-    """A command line's count: a whole number from 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number from 1')
-    return value
+positive_seconds = _above_zero(float, 'a number of seconds')  # a command line's duration
+positive_count = _above_zero(int, 'a whole number')  # a command line's count

@@ -193,7 +193,7 @@ def test_simple_launch_refuses_a_port_another_server_holds():
     ('top port negative', "argument --port: '-5' is not a TCP port (1 to 65535)"),
     ('top interval negative', "argument --interval: '-1' is not a number of seconds above 0"),
     ('trace seconds not a number', "argument -s/--seconds: 'nan' is not a number of seconds"),
-    ('trace no events', "argument -n/--max-events: '0' is not a whole number from 1"),
+    ('trace no events', "argument -n/--max-events: '0' is not a whole number above 0"),
     ('trace dir a file', 'gt trace: cannot write'),
 ])
 def test_top_and_trace_refuse_bad_arguments_at_once(outputs, command, problem):
