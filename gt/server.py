@@ -15,6 +15,7 @@ import zmq
 from gt.runtime import environment
 from gt.runtime.curve import ServerCurve
 from gt.runtime.dispatcher import Dispatcher
+from gt.runtime.events import LogInUse
 from gt.runtime.guards import Limits
 from gt.runtime.transport import (
     exit_with_parent,
@@ -100,6 +101,8 @@ def main(argv: list[str] | None = None) -> None:
                                 limits=limits)
     except zmq.ZMQError as error:
         raise SystemExit(f'gt.server: cannot listen on {", ".join(endpoints)}: {error}') from None
+    except LogInUse as error:
+        parser.exit(2, f'gt.server: {error}\n')
     serve_until_stopped(dispatcher.serve_forever,
                         f'gt.server: listening on {", ".join(endpoints)}'
                         + (f' with CURVE, public key {curve.public_key}' if curve else ''))

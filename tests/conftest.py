@@ -71,6 +71,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def socket_file_identity(path: str) -> tuple[int, int] | None:
+    """The file at `path` (inode, modification time), or None: a server killed earlier, in
+    this run or another, may have left its ipc socket file for a port handed out again."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_ino, status.st_mtime_ns
+
+
 def stop_process(process: subprocess.Popen, seconds: float = STOP_SECONDS) -> None:
     """Terminate, then kill after `seconds`; always reaps."""
     if process.poll() is None:

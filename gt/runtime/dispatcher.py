@@ -87,10 +87,15 @@ class Dispatcher(WorkerLinks):
             self.socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
         self.last_header: zmq.Frame | None = None  # for the address of a rejected peer
         self.endpoints = endpoints
+        self.monitor = Monitor(endpoints, log_path, self.context, monitor_host, limits.curve)
         if limits.curve is not None:
             limits.curve.protect(self.socket, log_failures=True)
-        for endpoint in endpoints:
-            self.socket.bind(endpoint)
+        try:
+            for endpoint in endpoints:
+                self.socket.bind(endpoint)
+        except zmq.ZMQError:  # the monitor came first: a log in use stops it unbound
+            self.monitor.close()  # its note and log: this server never ran
+            raise
         self.runtime_dir = runtime_dir
         self.workers: list[WorkerHandle] = []
         self.worker_by_identity: dict[bytes, WorkerHandle] = {}
@@ -116,8 +121,6 @@ class Dispatcher(WorkerLinks):
         self.done_messages = 0  # workers' Done replies, and the programs they reported
         self.done_programs = 0
         self.salt = random.getrandbits(48)
-        self.monitor = Monitor(endpoints, log_path or os.environ.get('GT_INSTRUCTION_LOG'),
-                               self.context, monitor_host, limits.curve)
         self.handlers = {
             Hello: self.hello, Submit: self.submit, Ping: self.ping, Goodbye: self.goodbye,
             KeepAlive: self.keep_alive, DumpRequest: self.dump, Configure: self.configure,

@@ -16,6 +16,7 @@ drops what a slow subscriber cannot take, so neither ever slows the dispatcher's
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import queue
@@ -58,6 +59,26 @@ def parse_line(line: str) -> tuple[float, str, str, str, dict] | None:
     return (float(match['seconds']), match['kind'], match['peer'], match['message'], fields)
 
 
+class LogInUse(RuntimeError):
+    """Another dispatcher writes this instruction log."""
+
+
+def _own_log(path: str) -> Any:
+    """The log, opened afresh and held: one log per run, as `GT_INSTRUCTION_LOG=ops.log
+    python train.py` reads (a second run appended, and `visualize` drew both as one), and
+    one run per log: two scripts given the same path each truncated it, and one run's
+    events were lost without a word. A lock taken before truncating says so instead."""
+    file = open(path, 'a', buffering=1 << 16)  # noqa: SIM115 - the writer thread's
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        raise LogInUse(f'the instruction log {path!r} is being written by another GT server; '
+                       'give each its own (GT_INSTRUCTION_LOG, --log)') from None
+    file.truncate(0)
+    return file
+
+
 class Events:
     """The dispatcher's event sink. `on` is False while nobody listens: callers check it
     before building an event, so a silent dispatcher pays one attribute read."""
@@ -69,9 +90,7 @@ class Events:
         self.lines: queue.SimpleQueue | None = None
         if log_path:
             self.lines = queue.SimpleQueue()
-            # One log per run, as `GT_INSTRUCTION_LOG=ops.log python train.py` reads: a
-            # second run appended, and `visualize` drew both as one.
-            self.file = open(log_path, 'w', buffering=1 << 16)  # noqa: SIM115 - the writer's
+            self.file = _own_log(log_path)
             self.writer = threading.Thread(target=self._write, daemon=True,
                                            name='gt-instruction-log')
             self.writer.start()

@@ -20,7 +20,8 @@ STATS_SECONDS = 0.5
 class Monitor:
     def __init__(self, endpoints: list[str], log_path: str | None, context: zmq.Context,
                  host: str, curve: ServerCurve | None = None):
-        self.events = Events(log_path, context, host, curve)
+        self.events = Events(log_path or os.environ.get('GT_INSTRUCTION_LOG'), context, host,
+                             curve)
         self.host, self.port = host, self.events.monitor_port
         self.reporting_programs = self.events.on  # what workers were last told
         self.next_stats = 0.0

@@ -146,7 +146,7 @@ def test_a_session_weight_out_of_bounds_is_refused(weight):
 def test_the_server_refuses_a_log_it_cannot_write_before_it_listens(how, tmp_path):
     """A traceback from the first event written, and the ipc socket file left behind,
     which then took `localhost:PORT` (found by an audit)."""
-    from gt_test_support import free_port
+    from gt_test_support import free_port, socket_file_identity
 
     from gt.runtime.transport import local_socket_path
 
@@ -161,12 +161,3 @@ def test_the_server_refuses_a_log_it_cannot_write_before_it_listens(how, tmp_pat
                              'file or directory\n'), server.stderr
     assert socket_file_identity(local_socket_path(port)) == before
 
-
-def socket_file_identity(path: str) -> tuple[int, int] | None:
-    """The file at `path` (inode, modification time), or None: a server killed earlier, in
-    this run or another, may have left the file for a port the system hands out again."""
-    try:
-        status = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return status.st_ino, status.st_mtime_ns

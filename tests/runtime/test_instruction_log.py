@@ -4,6 +4,7 @@ auto-started server, `gt.scripts.trace` capturing from a live dispatcher, and th
 per-session numbers in the stats."""
 
 import glob
+import os
 import re
 import subprocess
 import sys
@@ -159,6 +160,40 @@ def test_server_log_flag_and_trace_capture(tmp_path):
     assert all(len(line.split('|')[2]) == 12 for line in log.read_text().splitlines())
 
 
+@pytest.mark.time_limit(90)
+def test_a_second_server_given_a_log_in_use_refuses_it(tmp_path):
+    """Two scripts given one GT_INSTRUCTION_LOG each truncated it, and one run's events
+    were lost without a word (found by an audit): the second server now says so, before
+    it listens, and the first one's log is whole."""
+    from gt_test_support import free_port, socket_file_identity
+
+    from gt.runtime.transport import local_socket_path
+
+    first_port, second_port, log = free_port(), free_port(), tmp_path / 'ops.log'
+    first = subprocess.Popen([sys.executable, '-m', 'gt.server', '-p', str(first_port),
+                              '--log', str(log)])
+    worker = subprocess.Popen([sys.executable, '-m', 'gt.worker', '-p', str(first_port)])
+    try:
+        with connected(f'localhost:{first_port}'):
+            assert gt.arange(3).sum().item() == 3
+            before = socket_file_identity(local_socket_path(second_port))
+            second = subprocess.run([sys.executable, '-m', 'gt.server', '-p', str(second_port),
+                                     '--log', str(log)], capture_output=True, text=True,
+                                    timeout=60)
+            assert second.returncode == 2
+            assert second.stderr == (f"gt.server: the instruction log '{log}' is being written "
+                                     'by another GT server; give each its own '
+                                     '(GT_INSTRUCTION_LOG, --log)\n'), second.stderr
+            assert socket_file_identity(local_socket_path(second_port)) == before  # unbound
+            assert gt.arange(4).sum().item() == 6
+    finally:
+        for process in (worker, first):
+            process.terminate()
+            process.wait(10)
+    kinds = [parse_line(line)[1] for line in log.read_text().splitlines()]
+    assert kinds.count('CONNECT') == 1 and 'SEND' in kinds, kinds
+
+
 @pytest.mark.time_limit(60)
 def test_trace_stops_when_its_dispatcher_goes_away(tmp_path):
     """It waited out its seconds (40 here) after the end, where top says so at once."""
@@ -207,7 +242,6 @@ def test_notes_of_dead_dispatchers_are_removed_when_found(tmp_path, monkeypatch)
     """`top` and `trace` find dispatchers by their notes; a killed one's note stayed
     forever (118 piled up in a day), and a reused process number passed for it."""
     import json
-    import os
 
     from gt.runtime.events import registry_dir, running_dispatchers
 
