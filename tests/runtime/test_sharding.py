@@ -66,6 +66,9 @@ def test_data_parallel_training_matches_one_worker_and_torch(four, monkeypatch):
         torch.testing.assert_close(weights[name], value, rtol=1e-5, atol=1e-6)
     assert 'insert_moves' not in alone_ir and '@w0,w1,w2,w3>' not in alone_ir
     assert 'all_reduce' in ir  # the weight gradients' partial sums
+    # ... all-reduced where the updates need them: every worker updates its whole copy
+    # (a gradient made contiguous was reduced onto one worker, which alone kept the weight)
+    assert set(placements_of(ir, 'addcmul')) == {'R@w0,w1,w2,w3'}, ir
     assert dispatcher['bytes_relayed'] == 0
     assert all(w['peer_bytes_sent'] > 0 for w in workers), workers
 

@@ -152,5 +152,5 @@ ROWS = [
     OpDef('folded_mm', _folded_mm_type, _folded_mm, _np_folded_mm, grad=_folded_mm_grad,
           shard=sharding.folded_mm),
     OpDef('batched_layout', _batched_layout_type, _batched_layout, lambda x: x,
-          grad=passed_through, shard=sharding.pointwise()),
+          grad=passed_through, shard=sharding.pointwise('all')),
 ]

@@ -307,7 +307,8 @@ ROWS = [
     # `x.t().contiguous()`, whose layout decides the order random draws fill it in
     # (dropout's mask, randn_like).
     OpDef('contiguous', same_types, lambda x: x.contiguous(),
-          lambda x: np.ascontiguousarray(x), grad=passed_through, shard=pointwise()),
+          lambda x: np.ascontiguousarray(x), grad=passed_through,
+          shard=pointwise('all')),  # partial sums stay partial: a leaf's gradient is made so
     OpDef('cast', _cast_type,
           lambda x, dtype: x.to(TORCH_DTYPES[dtype]),
           lambda x, dtype: x.astype(NUMPY_DTYPES[dtype]), grad=_cast_grad, shard=pointwise()),
