@@ -106,6 +106,8 @@ def recorded_call(name: str, args: tuple, kwargs: dict) -> Any:
             raise TypeError(f'{name} updates no tensor')
         return found.skeleton  # metadata: is_floating_point, size, dim...
     attrs = dict(fn=name, args=wire_args, kwargs=wire_kwargs)
+    if name in torch_calls.GRAD_MODE_KERNELS and grad_mode.enabled:
+        attrs['grad_enabled'] = True
     if random:
         tracked = grad_mode.enabled and any(t.requires_grad for t in inputs)
         if not tracked:

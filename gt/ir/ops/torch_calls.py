@@ -148,6 +148,12 @@ def _recurrent_result(input: torch.Tensor, *rest: Any) -> tuple:
 
 
 RECURRENT_KERNELS = ('torch.lstm', 'torch.gru', 'torch.rnn_tanh', 'torch.rnn_relu')
+# Kernels whose forward gives other bits with autograd on than off, even with no input
+# requiring grad: a stacked unidirectional LSTM on the CPU takes oneDNN's layer-by-layer
+# training path in grad mode and its fused inference path otherwise (412 of 896 outputs
+# differed in the last bit for a 2-layer LSTM). A call recorded in grad mode carries
+# `grad_enabled` and runs so on the worker, whose programs run in inference mode.
+GRAD_MODE_KERNELS = frozenset({'torch.lstm'})
 META_RESULTS = {**{name: _recurrent_result for name in RECURRENT_KERNELS},
                 'torch.nn.functional.ctc_loss': _ctc_loss_result,
                 'torch._sample_dirichlet': _like_first,
@@ -285,7 +291,7 @@ def output_types(fn: str, types: tuple, args: list, kwargs: dict, sizes: list | 
 
 
 # ---- torch_call ------------------------------------------------------------------------
-def _call_type(types, fn, args, kwargs, sizes=None):
+def _call_type(types, fn, args, kwargs, sizes=None, grad_enabled=False):
     return output_types(fn, types, args, kwargs, sizes)
 
 
@@ -299,8 +305,21 @@ def _outputs(result: Any, sizes: list | None) -> Any:
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _torch_call(*tensors, fn, args, kwargs, sizes=None):
-    return _outputs(_named_errors(fn, list(tensors), args, kwargs), sizes)
+def _torch_call(*tensors, fn, args, kwargs, sizes=None, grad_enabled=False):
+    with _grad_mode_as_recorded(grad_enabled):
+        return _outputs(_named_errors(fn, list(tensors), args, kwargs), sizes)
+
+
+def _grad_mode_as_recorded(grad_enabled: bool) -> Any:
+    """Autograd on for a GRAD_MODE_KERNELS call recorded in grad mode. Nothing requires
+    grad, so inference tensors may go in and no graph is kept. A compiled region traces
+    the call plainly (its kernels give Inductor's bits anyway)."""
+    if not grad_enabled or torch.compiler.is_compiling():
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.inference_mode(False))
+    stack.enter_context(torch.enable_grad())
+    return stack
 
 
 def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
@@ -398,7 +417,7 @@ def _traced(fn, args, kwargs, **attrs):
 
 
 # ---- the gradient: torch_vjp (gt/ir/ops/torch_call_gradients.py) -----------------------
-def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None):
+def _call_grad(emit, inputs, grads, fn, args, kwargs, sizes=None, grad_enabled=False):
     """Gradients by `torch_vjp` of the same call, for floating inputs that want them."""
     wants = [i for i, tensor in enumerate(inputs)
              if getattr(tensor, 'requires_grad', True) and tensor._type.dtype in FLOATING]
