@@ -15,7 +15,6 @@ import itertools
 import os
 import random
 import shutil
-import sys
 import time
 import traceback
 from collections import OrderedDict
@@ -26,9 +25,8 @@ from gt.ir import Replicate, format_graph, format_placements
 from gt.ir.graphviz import graph_to_dot
 from gt.passes import PipelineOptions
 from gt.runtime import compile_settings, diagnostics, environment
-from gt.runtime.curve import describe_peer
 from gt.runtime.fragment import FragmentError
-from gt.runtime.guards import REFUSAL, Limits, OutOfMemory
+from gt.runtime.guards import Limits, OutOfMemory
 from gt.runtime.monitoring import Monitor, dispatcher_stats, top_ops
 from gt.runtime.peers import MissingValue, PendingRequest, Session, WorkerHandle
 from gt.runtime.planner import Plan, Planner
@@ -58,6 +56,7 @@ from gt.runtime.protocol import (
     Welcome,
     decode,
 )
+from gt.runtime.refusals import Refusals
 from gt.runtime.reverts import by_worker, malformed, revive
 from gt.runtime.scheduler import Fragment, Scheduler, small
 from gt.runtime.session_errors import failures
@@ -73,7 +72,7 @@ STALL_SECONDS = 1.0
 FAREWELL_LINGER_MS = 500  # a stopping dispatcher's time to deliver its SessionEnded notes
 
 
-class Dispatcher(WorkerLinks):
+class Dispatcher(WorkerLinks, Refusals):
     def __init__(self, endpoints: list[str], runtime_dir: str | None = None,
                  log_path: str | None = None, monitor_host: str = '127.0.0.1',
                  limits: Limits = Limits()):
@@ -86,6 +85,7 @@ class Dispatcher(WorkerLinks):
             # libzmq drops a peer whose message would exceed this before buffering it whole.
             self.socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
         self.last_header: zmq.Frame | None = None  # for the address of a rejected peer
+        self.strangers_told: set[bytes] = set()
         self.endpoints = endpoints
         self.monitor = Monitor(endpoints, log_path, self.context, monitor_host, limits.curve)
         if limits.curve is not None:
@@ -180,8 +180,11 @@ class Dispatcher(WorkerLinks):
         try:
             message = decode(header)
             handler = self.handlers[type(message)]
-        except (ProtocolError, KeyError):
-            return  # garbage from a stranger: nobody to answer, nothing to lose
+        except ProtocolError as error:
+            return self._refuse_stranger(identity, str(error))
+        except KeyError:
+            return self._refuse_stranger(identity, f'a {type(message).__name__} message, '
+                                         'which the server does not take')
         if identity in self.worker_by_identity:
             self.worker_by_identity[identity].last_seen = time.monotonic()
         session = self.sessions.get(identity)
@@ -451,24 +454,6 @@ class Dispatcher(WorkerLinks):
         answer()
 
     # ---- workers -------------------------------------------------------------------------
-    def _admitted(self, identity: bytes, token: object, who: str) -> bool:
-        """Whether a Hello, Register or StatsRequest carries the server's token; a refusal
-        tells the peer why and the operator who was turned away."""
-        if self.limits.admits(token):
-            return True
-        self._refuse(identity, who, 'wrong or missing token', REFUSAL)
-        return False
-
-    def _refuse(self, identity: bytes, who: str, problem: str, reason: str | None = None) -> None:
-        """Tell a peer why it was turned away (`reason`, else `problem`), and the operator
-        who it was, from which address, and why."""
-        address = ''
-        with contextlib.suppress(zmq.ZMQError, AttributeError):
-            address = self.last_header.get('Peer-Address') or address
-        print(f'gt.server: refused {who} from {describe_peer(address)}: {problem}',
-              file=sys.stderr, flush=True)
-        self._send(identity, Refused(reason or problem))
-
     # ---- replies -------------------------------------------------------------------------
     def _open_request(self, identity: bytes, client_request: int, workers: set,
                       is_stats: bool) -> int:

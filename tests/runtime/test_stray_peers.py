@@ -1,5 +1,6 @@
 """Strangers on a cluster's sockets: a malformed `Register` is refused, with a logged
-reason, rather than joining as a worker whose programs all fail; garbage sent to a
+reason, rather than joining as a worker whose programs all fail; a message that is not
+GT's protocol is refused once per sender, naming the problem; garbage sent to a
 worker's peer socket is dropped before it is stored, and a session's end still frees
 everything it held."""
 
@@ -52,6 +53,28 @@ def test_a_malformed_register_is_refused_and_logged(start_cluster):
         assert (gt.ones(4) * 2).tolist() == [2.0] * 4
     assert 'refused a worker from' in private.logs()
     assert 'malformed Register: name is not a string' in private.logs()
+
+
+@pytest.mark.time_limit(90)
+def test_a_message_not_in_gts_protocol_is_refused_once_per_sender(start_cluster):
+    """A client of another GT version waited out its start-up timeout; now it hears why."""
+    private = start_cluster(workers=1)
+    for header, problem in [(b'\xc1', 'not a GT message'),
+                            (msgpack.packb([MESSAGES.index(Register), 'w']),
+                             'malformed Register message'),
+                            (msgpack.packb([MESSAGES.index(Refused), 'no']),
+                             'a Refused message, which the server does not take')]:
+        stray = dealer(private.endpoint)
+        try:
+            stray.send(header)
+            assert problem in refusal(stray)
+            stray.send(header)  # the second is dropped without a word
+            assert not stray.poll(500)
+        finally:
+            stray.close(linger=0)
+    with connected(private.address):
+        assert (gt.ones(4) * 2).tolist() == [2.0] * 4
+    assert private.logs().count('(is the sender GT of this version?)') == 3
 
 
 @pytest.mark.time_limit(90)
