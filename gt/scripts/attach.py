@@ -9,6 +9,7 @@ own host only: the feed would go unencrypted and unchecked to anyone who asked."
 import argparse
 import math
 import os
+import sys
 from typing import Any, Callable
 
 import zmq
@@ -36,6 +37,8 @@ def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Key
             if not found:
                 raise SystemExit('no GT dispatcher is running on this host (start a GT script '
                                  'or `python -m gt.server`, or name one with --host and --port)')
+            if len(found) > 1:
+                print(_chosen_among(found), file=sys.stderr, flush=True)
             if found[0].get('curve_key'):
                 keys = curve.client_keys(found[0]['curve_key'])
             return f"tcp://{host or '127.0.0.1'}:{found[0]['monitor_port']}", keys
@@ -60,6 +63,16 @@ def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Key
                          'host only (it has a token but no CURVE keys to encrypt the feed): '
                          'run this there, or start the server with --curve-secret')
     return f"tcp://{host}:{message.dispatcher['monitor_port']}", keys
+
+
+def _chosen_among(found: list[dict]) -> str:
+    """Which of several dispatchers on this host is watched, and how to choose another."""
+    def named(note: dict) -> str:
+        tcp = [e for e in note['endpoints'] if e.startswith('tcp://')] or note['endpoints']
+        return f"{tcp[0].rpartition(':')[2]} (pid {note['pid']})"
+    return (f'gt: {len(found)} GT dispatchers run on this host; watching the newest, '
+            f'port {named(found[0])}. --port chooses another: '
+            + ', '.join(named(note) for note in found[1:]))
 
 
 def subscribe(endpoint: str, *topics: bytes, keys: curve.Keys | None = None) -> zmq.Socket:

@@ -280,3 +280,33 @@ def test_gt_instruction_log_in_a_client_of_a_running_server_that_writes_none_say
         warnings.simplefilter('error')
         with connected(logging.address):
             assert gt.ones(2).sum().item() == 2.0
+
+
+@pytest.mark.time_limit(60)
+def test_trace_without_a_port_says_which_of_several_dispatchers_it_watches(tmp_path):
+    """With several dispatchers on the host it took the newest without a word."""
+    from gt_test_support import free_port
+
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path))  # these two alone on the host
+    ports = [free_port(), free_port()]
+    servers = []
+    try:
+        notes = tmp_path / f'gt-{os.getuid()}' / 'dispatchers'
+        for port in ports:
+            servers.append(subprocess.Popen([sys.executable, '-m', 'gt.server', '-p',
+                                             str(port)], env=env))
+            deadline = time.monotonic() + 30
+            while len(glob.glob(str(notes / '*'))) < len(servers):  # the second is newer
+                assert time.monotonic() < deadline, 'a server wrote no note'
+                time.sleep(0.1)
+        trace = subprocess.run([sys.executable, '-m', 'gt.scripts.trace', '-s', '0.5',
+                                '--dir', str(tmp_path)],
+                               capture_output=True, text=True, timeout=30, env=env)
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait(10)
+    assert trace.returncode == 0, trace.stderr
+    assert (f'2 GT dispatchers run on this host; watching the newest, port {ports[1]} (pid '
+            f'{servers[1].pid}). --port chooses another: {ports[0]} (pid {servers[0].pid})'
+            in trace.stderr), trace.stderr
