@@ -296,7 +296,7 @@ def _fused_product_applies(tensor: Any) -> bool:
     one worker (`torch.addmm(a, b, c, beta=0.5, alpha=2)` rounded otherwise); on
     several, a product and a sum of GT's shard."""
     return (tensor.dtype in (torch.float16, torch.bfloat16)
-            or len(tensor._client.workers) == 1)
+            or tensor._client.single_worker)
 
 
 def _by_name(tensor: Any, name: str) -> Any:

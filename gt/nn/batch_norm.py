@@ -84,7 +84,7 @@ def _inference_kernel_applies(input: Tensor, *tensors: Any) -> bool:
     """Whether evaluation runs torch's kernel by name, for its bits (GT's ops round
     otherwise: a DCGAN generator's eval output differed in 784 of 1024 elements): one
     worker, and every tensor of the input's dtype."""
-    return (len(input._client.workers) == 1
+    return (input._client.single_worker
             and all(t.dtype == input.dtype for t in tensors if t is not None))
 
 
@@ -124,7 +124,7 @@ def _kernel_applies(input: Tensor, *tensors: Any) -> bool:
     tensor given of the input's dtype (a missing one stands in as below), and a number
     for the momentum."""
     *given, momentum = tensors
-    return (len(input._client.workers) == 1 and isinstance(momentum, (int, float))
+    return (input._client.single_worker and isinstance(momentum, (int, float))
             and all(t is None or isinstance(t, Tensor) and t.dtype == input.dtype
                     for t in given))
 

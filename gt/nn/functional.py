@@ -310,7 +310,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     of one worker, without dropout, torch's own kernel runs by name instead: its bits,
     forward and backward (the math above rounds otherwise); not for a mask with
     `is_causal`, which torch's fused kernels refuse and its math path takes."""
-    if (dropout_p == 0 and len(query._client.workers) == 1
+    if (dropout_p == 0 and query._client.single_worker
             and not (is_causal and attn_mask is not None)):
         return call('torch.nn.functional.scaled_dot_product_attention', (query, key, value),
                     dict(attn_mask=attn_mask, is_causal=is_causal, scale=scale,

@@ -122,6 +122,13 @@ class Client(Recording, DispatcherWaits):
         self._stop_keep_alive = threading.Event()
         threading.Thread(target=self._keep_alive, daemon=True, name='gt-keep-alive').start()
 
+    @property
+    def single_worker(self) -> bool:
+        """Whether the cluster has one worker: there nothing is sharded, so a torch kernel
+        run by name gives torch's bits where GT's composition of ops, which shards,
+        rounds otherwise (attention, batch norm, norms, addmm choose so)."""
+        return len(self.workers) == 1
+
     def _remove_probe(self) -> None:
         if self.probe:
             with contextlib.suppress(OSError):

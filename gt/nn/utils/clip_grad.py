@@ -39,7 +39,7 @@ def vector_norm(tensor: Tensor, norm_type: float) -> Tensor:
     clipped step differed), else from ops that shard (a sharded gradient's norm is partial
     sums, not a gather). Half and bfloat16 accumulate in float32 and return their own
     dtype, as in torch."""
-    if len(tensor._client.workers) == 1:
+    if tensor._client.single_worker:
         return linalg.vector_norm(tensor, norm_type)
     dtype = tensor.dtype
     if dtype in LOW_PRECISION:
