@@ -89,6 +89,14 @@ def _in_projection(query: Tensor, key: Tensor, value: Tensor, weights: list[Tens
     (torch's `_in_projection_packed`); otherwise one per input."""
     if len(weights) == 1 and query is key and key is value:
         return F.linear(query, weights[0], bias).chunk(3, dim=-1)
+    if len(weights) == 1 and key is value:  # encoder-decoder attention: keys and values
+        # in one matmul, laid out as torch's (the bias's gradient sums their rows at once)
+        embed_dim = query.shape[-1]
+        w_q, w_kv = weights[0].split([embed_dim, 2 * embed_dim])
+        b_q, b_kv = (None, None) if bias is None else bias.split([embed_dim, 2 * embed_dim])
+        kv = F.linear(key, w_kv, b_kv).unflatten(-1, (2, embed_dim)).unsqueeze(0)
+        kv = kv.transpose(0, -2).squeeze(-2).contiguous()
+        return F.linear(query, w_q, b_q), kv[0], kv[1]
     biases = [None] * 3 if bias is None else list(bias.chunk(3))
     if len(weights) == 1:
         weights = list(weights[0].chunk(3))
@@ -193,9 +201,11 @@ def multi_head_attention_forward(
         if dropout_p > 0.0:
             attn_weights = F.dropout(attn_weights, p=dropout_p)
         output = attn_weights @ v
-        # (N * heads, L, head_dim) -> (L, N, E), then the output projection.
-        output = output.transpose(0, 1).reshape(tgt_len, bsz, embed_dim)
-        output = F.linear(output, out_proj_weight, out_proj_bias)
+        # (N * heads, L, head_dim) -> (L * N, E) rows for the output projection, as
+        # torch's: a 3-D projection's input gradient, from a batch-first output's
+        # transposed one, was a batched product rounding otherwise.
+        output = output.transpose(0, 1).contiguous().view(tgt_len * bsz, embed_dim)
+        output = F.linear(output, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
     else:
         # As torch's: attention over (N, heads, L, head_dim), whose bits differ from the
         # (N * heads) batch's, then the heads joined row by row for the projection.

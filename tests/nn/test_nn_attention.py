@@ -242,3 +242,37 @@ def test_transformer_layer_attention_is_torchs_bit_for_bit(batch_first, masked):
     exact = len(gt.runtime.client.current().workers) == 1
     for got, expected in zip(run(gt), run(torch)):
         assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize('dropout', [0.0, 0.3])
+@pytest.mark.parametrize('mask', [None, 'bool', 'float'])
+@pytest.mark.parametrize('need_weights', [False, True])
+@pytest.mark.parametrize('batch_first', [False, True])
+@pytest.mark.parametrize('cross', [False, True], ids=['self', 'cross'])
+def test_multihead_attention_is_torchs_bit_for_bit(cross, batch_first, need_weights, mask,
+                                                   dropout):
+    """Every gradient, with the weights (torch's default) or without, for self- and
+    encoder-decoder attention: with weights and a batch-first input, the output
+    projection took a 3-D input whose transposed gradient a batched product rounded
+    otherwise; encoder-decoder attention projected keys and values apart, where torch's
+    one matmul sums their bias's gradient at once."""
+    def run(library):
+        library.manual_seed(0)
+        attention = library.nn.MultiheadAttention(16, 4, dropout=dropout,
+                                                  batch_first=batch_first)
+        x = library.randn(3, 5, 16, requires_grad=True)
+        memory = library.randn(*((3, 6) if batch_first else (6, 5)), 16,
+                               requires_grad=True) if cross else x
+        queries, keys = (5, 6 if cross else 5) if batch_first else (3, 6 if cross else 3)
+        masks = {None: None, 'bool': library.rand(queries, keys) > 0.7,
+                 'float': library.randn(queries, keys)}
+        out, weights = attention(x, memory, memory, need_weights=need_weights,
+                                 attn_mask=masks[mask])
+        (out * library.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        results = [out, x.grad, memory.grad, *(p.grad for p in attention.parameters())]
+        if weights is not None:
+            results.append(weights)
+        return [t.detach().numpy() for t in results]
+    exact = len(gt.runtime.client.current().workers) == 1
+    for got, expected in zip(run(gt), run(torch), strict=True):
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)

@@ -2,6 +2,8 @@
 the torch model), batches and optimizer give the same loss at every step and the same
 weights at the end."""
 
+import numpy as np
+import pytest
 import torch
 from nn_check import assert_close, seeded
 
@@ -84,3 +86,25 @@ def test_transformer_block_trains_exactly_as_in_torch():
         return functional.cross_entropy(logits.reshape(-1, 11), targets.reshape(-1))
 
     train_both(block(nn), block(torch.nn), batches, loss_of)
+
+
+@pytest.mark.parametrize('transposed_input', [False, True])
+@pytest.mark.parametrize('dims', [3, 4])
+def test_linear_over_a_batch_gives_torchs_gradients_bit_for_bit(dims, transposed_input):
+    """torch flattens a contiguous batch into rows for one addmm, so the bias's gradient
+    sums the output gradient's rows made contiguous; a transposed input is a product and
+    a sum, summed as laid out. A transposed output gradient told the two apart."""
+    def run(library):
+        library.manual_seed(0)
+        shape = (7, 11, 16) if dims == 3 else (5, 7, 3, 16)
+        x = library.randn(*shape) if not transposed_input else \
+            library.randn(*reversed(shape[:-1]), 16).transpose(0, -2)
+        x.requires_grad_()
+        layer = library.nn.Linear(16, 24)
+        out = layer(x)
+        upstream = library.randn(*reversed(out.shape)).permute(*reversed(range(out.ndim)))
+        (out * upstream).sum().backward()
+        return [t.detach().numpy() for t in (out, x.grad, layer.weight.grad, layer.bias.grad)]
+    exact = len(gt.runtime.client.current().workers) == 1
+    for got, expected in zip(run(gt), run(torch), strict=True):
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)

@@ -4,6 +4,7 @@
 Unlike elementwise ops, torch.matmul does not promote: both operands must share a dtype.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -80,12 +81,14 @@ def _np_folded_mm(a, b):
     return np.asarray(_rows(a).T @ _rows(b))
 
 
-def _matmul_grad(emit, inputs, grads):
+def _matmul_grad(emit, inputs, grads, folded: bool = False):
     """1-D operands are made matrices (a row on the left, a column on the right) and back;
     gradients keep the broadcast batch dims, which the engine sums away. A matrix on the
     right of a batch gets torch's gradient: torch.matmul folds the batch into the rows of
     one mm, whose backward is one mm over all of them (`folded_mm`), not a sum of
-    per-batch products."""
+    per-batch products. Where the forward folded the batch (`folded`), the batch's
+    gradient is that mm's too: the output's gradient folded into rows times the matrix
+    (a batched product of a transposed gradient rounded otherwise)."""
     a, b = inputs
     (g,) = grads
     if a.ndim == 1 and b.ndim == 1:
@@ -101,7 +104,9 @@ def _matmul_grad(emit, inputs, grads):
         # torch's bmm backward multiplies by its forward's folded operands, transposed:
         # the same layouts give the same bits (a copy where torch's fold made one).
         left, right = emit('batched_layout', left), emit('batched_layout', right)
-    if wanted(a):
+    if wanted(a) and folded and a.ndim > 2 and b.ndim == 2:
+        grad_a = emit('folded_matmul', g, emit('transpose', b, dim0=0, dim1=1))
+    elif wanted(a):
         grad_a = emit('matmul', g, emit('transpose', right, dim0=-1, dim1=-2))
         if a.ndim == 1:
             grad_a = emit('squeeze', grad_a, dim=-2)
@@ -148,7 +153,8 @@ ROWS = [
     OpDef('matmul', _matmul_type, torch.matmul, lambda a, b: np.asarray(np.matmul(a, b)),
           grad=_matmul_grad, shard=sharding.matmul),
     OpDef('folded_matmul', _matmul_type, _folded_matmul,
-          lambda a, b: np.asarray(np.matmul(a, b)), grad=_matmul_grad, shard=sharding.matmul),
+          lambda a, b: np.asarray(np.matmul(a, b)),
+          grad=functools.partial(_matmul_grad, folded=True), shard=sharding.matmul),
     OpDef('folded_mm', _folded_mm_type, _folded_mm, _np_folded_mm, grad=_folded_mm_grad,
           shard=sharding.folded_mm),
     OpDef('batched_layout', _batched_layout_type, _batched_layout, lambda x: x,
