@@ -12,6 +12,8 @@ reduction carries its own name (`NllLossBackward0`, `MseLossBackward0`): `name_l
 from typing import Any
 
 BY_NAME = {'Tensor.__getitem__': 'IndexBackward0'}
+# torch numbers the backward of each overload of an op; where GT has a row per overload.
+OVERLOADS = {'pow_number': 'PowBackward0', 'pow': 'PowBackward1'}
 
 
 def backward_name(op: str, attrs: dict, inputs: list) -> str:
@@ -20,7 +22,7 @@ def backward_name(op: str, attrs: dict, inputs: list) -> str:
     function = attrs.get('fn') if op.startswith('torch_') else None
     if isinstance(function, str):
         return BY_NAME.get(function) or _camel(function.rsplit('.', 1)[-1]) + 'Backward0'
-    return _camel(op) + 'Backward0'
+    return OVERLOADS.get(op) or _camel(op) + 'Backward0'
 
 
 def name_loss(loss: Any, name: str) -> Any:

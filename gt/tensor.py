@@ -457,7 +457,7 @@ def binary(op: str, left: Any, right: Any) -> Tensor:
         number = right if tensor is left else left
         if op == 'sub' and isinstance(number, bool):
             raise InvalidOpError('subtraction with a bool is not supported; use ~ or logical_not')
-        if (op == 'pow' and tensor is left and isinstance(number, int) and number < 0
+        if (op == 'pow_number' and isinstance(number, int) and number < 0
                 and tensor._type.dtype not in FLOATING):
             raise RuntimeError('integers to negative integer powers are not allowed')
         if type(number) is int:

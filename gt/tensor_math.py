@@ -22,6 +22,12 @@ FIXED_WIDTH_TYPES = {**C_TYPES, torch.uint8: 'uint8_t', torch.int8: 'int8_t',
                      torch.int16: 'int16_t', torch.int64: 'int64_t'}
 
 
+def power_op(exponent: Any) -> str:
+    """The op of `tensor ** exponent`: `pow_number` for a number, which torch computes in
+    its number forms (x * x for `x ** 2`, sqrt for `x ** 0.5`), `pow` for a tensor."""
+    return 'pow_number' if isinstance(exponent, (int, float, np.number)) else 'pow'
+
+
 class MathMethods(metaclass=TensorClass):  # gt.Tensor's type: `gt.Tensor.add` is found
     __slots__ = ()
 
@@ -34,7 +40,7 @@ class MathMethods(metaclass=TensorClass):  # gt.Tensor's type: `gt.Tensor.add` i
     def sqrt(self): return core.apply('sqrt', [self])
     def abs(self): return core.apply('abs', [self])
     def neg(self): return core.apply('neg', [self])
-    def pow(self, exponent): return core.binary('pow', self, exponent)
+    def pow(self, exponent): return core.binary(power_op(exponent), self, exponent)
     def maximum(self, other): return core.apply('maximum', [self, core.as_tensor(other, self)])
     def minimum(self, other): return core.apply('minimum', [self, core.as_tensor(other, self)])
     def matmul(self, other): return self @ other

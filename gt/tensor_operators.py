@@ -11,6 +11,7 @@ import torch
 from gt import tensor as core
 from gt.autograd import grad_mode
 from gt.ir.dtypes import FLOATING
+from gt.tensor_math import power_op
 
 
 class OperatorMethods:
@@ -32,7 +33,7 @@ class OperatorMethods:
     def __rfloordiv__(self, other): return core.binary('floor_divide', other, self)
     def __mod__(self, other): return core.binary('remainder', self, other)
     def __rmod__(self, other): return core.binary('remainder', other, self)
-    def __pow__(self, other): return core.binary('pow', self, other)
+    def __pow__(self, other): return core.binary(power_op(other), self, other)
     def __rpow__(self, other): return core.binary('pow', other, self)
     def __matmul__(self, other): return _matmul(self, core.as_tensor(other))
     def __rmatmul__(self, other): return _matmul(core.as_tensor(other), self)
@@ -73,7 +74,7 @@ class OperatorMethods:
     def __itruediv__(self, other): return self._in_place('div', other)
     def __ifloordiv__(self, other): return self._in_place('floor_divide', other)
     def __imod__(self, other): return self._in_place('remainder', other)
-    def __ipow__(self, other): return self._in_place('pow', other)
+    def __ipow__(self, other): return self._in_place(power_op(other), other)
     def __iand__(self, other): return self._in_place('bitwise_and', other)
     def __ior__(self, other): return self._in_place('bitwise_or', other)
     def __ixor__(self, other): return self._in_place('bitwise_xor', other)

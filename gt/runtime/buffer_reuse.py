@@ -30,8 +30,8 @@ IN_PLACE = {getattr(torch, name): getattr(torch.Tensor, name + '_') for name in 
     'add', 'sub', 'mul', 'div', 'remainder', 'floor_divide', 'clamp', 'neg', 'abs',
     'sign', 'reciprocal', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt', 'rsqrt',
     'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'sigmoid', 'relu',
-    'erf', 'erfc', 'floor', 'ceil', 'trunc')}
-IN_PLACE[number_pow] = number_pow_  # the pow row's: torch.pow with number exponents
+    'erf', 'erfc', 'floor', 'ceil', 'trunc', 'pow')}
+IN_PLACE[number_pow] = number_pow_  # pow_number's: torch.pow with number exponents
 # Functions whose results never share memory with their inputs.
 NEW_MEMORY = frozenset(IN_PLACE) | {torch.matmul, OPS['folded_matmul'].torch}
 COMMUTATIVE = frozenset({torch.add, torch.mul})

@@ -55,3 +55,21 @@ def test_integer_and_mixed_exponents_keep_torchs_dtypes():
     exponents = torch.full((100,), 2.0)
     assert same_bits(gt.tensor(halves.float()) ** gt.tensor(exponents),
                      halves.float() ** exponents)
+
+
+@pytest.mark.parametrize('exponent', [2.0, 3.0, 0.5, -1.0])
+def test_a_scripts_0d_tensor_exponent_is_torchs_tensor_form(exponent):
+    """`x.pow(torch.tensor(0.5))` is torch's tensor kernel, not sqrt: GT took any 0-d
+    exponent for a number (199 of 1000 elements differed; Weibull's rsample uses it).
+    torch names the two backwards PowBackward0 and PowBackward1."""
+    base = torch.rand(1000, generator=torch.Generator().manual_seed(3)) + 0.1
+    theirs = base.clone().requires_grad_()
+    mine = gt.tensor(base).requires_grad_()
+    expected = theirs.pow(torch.tensor(exponent))
+    got = mine.pow(gt.tensor(exponent))
+    assert same_bits(got, expected)
+    assert got.grad_fn.name() == expected.grad_fn.name() == 'PowBackward1'
+    assert (mine ** exponent).grad_fn.name() == 'PowBackward0'
+    expected.sum().backward()
+    got.sum().backward()
+    assert same_bits(mine.grad, theirs.grad)

@@ -59,6 +59,18 @@ def test_binary(op, first, second):
         check_op(op, [b, a], {}, getattr(torch, op)(b, a))
 
 
+@pytest.mark.parametrize('number', [2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5, 0.0])
+@pytest.mark.parametrize('dtype', [f32, f64], ids=str)
+def test_pow_number_is_torchs_number_form(number, dtype):
+    """A Python-number exponent reaches the worker as a 0-d host tensor; torch computes
+    `x ** 2` as x * x and `x ** 0.5` as sqrt(x) for a number only, so `pow_number` passes
+    the number. `pow`, of a script's 0-d tensor, is torch's tensor form."""
+    base = tensor((1000,), dtype).abs() + 0.1
+    exponent = torch.tensor(number, dtype=dtype)
+    check_op('pow_number', [base, exponent], {}, torch.pow(base, number))
+    check_op('pow', [base, exponent], {}, torch.pow(base, exponent))
+
+
 def test_div_is_true_division():
     a, b = torch.tensor([7, -7]), torch.tensor([2, 2])
     check_op('div', [a, b], {}, torch.tensor([3.5, -3.5]))

@@ -1,6 +1,8 @@
 """Binary elementwise ops: arithmetic, comparisons, logic and `where`, with torch's
 broadcasting and type promotion (comparisons compare in the promoted dtype)."""
 
+import functools
+
 import numpy as np
 import torch
 
@@ -100,13 +102,15 @@ def _div_grad(emit, inputs, grads):
     return [emit('div', g, b) if wanted(a) else None, grad_b]
 
 
-def _pow_grad(emit, inputs, grads):
-    """Exponent 0 gives the base no gradient; base 0 gives a non-negative exponent none."""
+def _pow_grad(emit, inputs, grads, power: str = 'pow'):
+    """Exponent 0 gives the base no gradient; base 0 gives a non-negative exponent none.
+    `power` is the forward's op: torch differentiates a number exponent with its number
+    forms too (`pow_number`)."""
     base, exponent = inputs
     (g,) = grads
     grad_base = grad_exponent = None
     if wanted(base):
-        slope = emit('mul', exponent, emit('pow', base, emit('sub', exponent, 1)))
+        slope = emit('mul', exponent, emit(power, base, emit('sub', exponent, 1)))
         grad_base = emit('where', emit('eq', exponent, 0), 0.0, emit('mul', g, slope))
     if wanted(exponent):
         slope = emit('mul', emit('pow', base, exponent), emit('log', base))
@@ -116,11 +120,13 @@ def _pow_grad(emit, inputs, grads):
 
 
 def number_pow(base, exponent):
-    """torch.pow, with a 0-d host exponent of the base's dtype passed as the number it
-    holds: torch computes `x ** 2` as x * x, `x ** 0.5` as sqrt(x) and so on for a number
-    exponent only, and GT's Python numbers reach the worker as 0-d tensors (in the tensor
-    form, `x ** 2` differed from torch's in 166 of 10000 elements, and `x ** 3` in 2543).
-    The same dtype keeps the result's. Compiled regions trace torch.pow itself."""
+    """torch.pow of a Python-number exponent (the `pow_number` row, which the client
+    records for `x ** 2`, `x.pow(0.5)`): the number reaches the worker as a 0-d host
+    tensor, passed as the number it holds, since torch computes `x ** 2` as x * x,
+    `x ** 0.5` as sqrt(x) and so on for a number exponent only (in the tensor form, `x ** 2`
+    differed from torch's in 166 of 10000 elements, and `x ** 3` in 2543). A script's own
+    0-d tensor exponent is the `pow` row's, torch's tensor form. The same dtype keeps the
+    result's. Compiled regions trace torch.pow itself."""
     return torch.pow(base, _as_number(base, exponent))
 
 
@@ -171,7 +177,7 @@ ARITHMETIC = [
     ('add', torch.add, np.add, {}, _add_grad),
     ('sub', torch.sub, np.subtract, {'bool_operands': False}, _sub_grad),
     ('mul', torch.mul, np.multiply, {}, _mul_grad),
-    ('pow', number_pow, np.power, {'bool_result': False}, _pow_grad),
+    ('pow', torch.pow, np.power, {'bool_result': False}, _pow_grad),
     ('maximum', torch.maximum, np.maximum, {}, _maximum_grad),
     ('minimum', torch.minimum, np.minimum, {}, _minimum_grad),
     # torch has no derivative for floor_divide (it raises); GT gives its result none.
@@ -194,6 +200,9 @@ ROWS = [
     *(OpDef(name, _binary(name, **rules), run, _np_promoted(np_run), grad=grad,
             shard=pointwise(LINEARITY.get(name)))
       for name, run, np_run, rules, grad in ARITHMETIC),
+    OpDef('pow_number', _binary('pow', bool_result=False), number_pow,
+          _np_promoted(np.power), grad=functools.partial(_pow_grad, power='pow_number'),
+          shard=pointwise()),
     OpDef('div', _true_division, torch.div, _np_divide, grad=_div_grad,
           shard=pointwise('first')),
     *(OpDef(name, _binary(name, result='bool'), run, _np_promoted(np_run), shard=pointwise())
