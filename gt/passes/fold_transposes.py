@@ -6,7 +6,9 @@ its input. A linear layer's weight gradient comes out of its rules as `(x^T @ g)
 transposed view that the optimizer's update then reads across its rows, which is slow;
 folded, it is `g^T @ x`, contiguous, the product torch's own linear backward computes.
 The same holds for `folded_mm` (a^T b over a batch's rows), whose transpose swaps its
-operands.
+operands. Only matrix products fold, as torch's mm backward does (it computes a
+column-major operand's gradient transposed): its bmm backward never does, and folded,
+`q @ k.transpose(-2, -1)`'s gradient took other bits (every hand-written attention's).
 
     before:  %0 = transpose(%a0, dim0=0, dim1=1)     after:  %0 = transpose(%a1, dim0=0, dim1=1)
              %1 = matmul(%0, %a1)                            %1 = matmul(%0, %a0)
@@ -22,10 +24,14 @@ NOTE = 'fold_transposes: (a @ b)^T as b^T @ a^T'
 
 
 def _swaps_last_two(node: Node) -> bool:
-    """A transpose of the last two dims of a value of two or more dims."""
+    """A transpose of the last two dims of a value of two or more dims, or the permute
+    that does the same (a matrix's `.T`)."""
+    rank = len(node.inputs[0].shape) if node.inputs else 0
+    if node.op == 'permute':
+        order = [dim % rank for dim in node.attrs['dims']] if rank else []
+        return rank >= 2 and order == [*range(rank - 2), rank - 1, rank - 2]
     if node.op != 'transpose':
         return False
-    rank = len(node.inputs[0].shape)
     return rank >= 2 and {node.attrs['dim0'] % rank, node.attrs['dim1'] % rank} == {rank - 2,
                                                                                      rank - 1}
 
@@ -44,7 +50,7 @@ def fold_transposes(graph: Graph, options: object = None) -> Graph:
             continue
         if (not _swaps_last_two(node) or product is None or product.op != 'matmul'
                 or uses[id(product.outputs[0])] != 1
-                or any(len(operand.shape) < 2 for operand in product.inputs)):
+                or any(len(operand.shape) != 2 for operand in product.inputs)):
             nodes.append(node)
             continue
         left, right = product.inputs

@@ -1,5 +1,6 @@
 """Gradients of the elementwise ops against torch, with broadcasting, Python-number
-operands, ties and mixed dtypes: 'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum',
+operands, ties and mixed dtypes: 'add', 'sub', 'mul', 'div', 'pow', 'pow_number' (a
+number exponent), 'maximum', 'minimum',
 'remainder', 'where', 'neg', 'abs', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt',
 'gelu', 'clamp' and 'cast'."""
 

@@ -120,3 +120,37 @@ def test_folded_matmul_gradients_are_torchs():
     exact = len(gt.runtime.client.current().workers) == 1
     for mine, theirs in zip(got, expected):
         assert (mine == theirs).all() if exact else np.allclose(mine, theirs, atol=1e-5)
+
+
+PRODUCTS = {
+    'q @ k^T, batched': ((2, 16, 8), (2, 16, 8), lambda q, k: q @ k.transpose(1, 2)),
+    'q @ k^T, 4-d': ((2, 3, 16, 8), (2, 3, 16, 8), lambda q, k: q @ k.transpose(-1, -2)),
+    'x^T bmm x': ((2, 16, 8), (2, 16, 8), lambda x, y: x.transpose(1, 2).bmm(y)),
+    'x @ w.T': ((12, 8), (10, 8), lambda x, w: x @ w.T),
+    'x @ w.t()': ((12, 8), (10, 8), lambda x, w: x @ w.t()),
+    'batch @ w.T': ((3, 12, 8), (20, 8), lambda x, w: x @ w.T),
+}
+
+
+@pytest.mark.parametrize('case', PRODUCTS)
+def test_products_with_a_transposed_operand_give_torchs_gradient_bits(case):
+    """torch folds a transposed product's gradient only for matrices (its mm backward
+    computes a column-major operand's gradient transposed), where `.T` is a permute;
+    its bmm backward never does. GT folded batched products too (every hand-written
+    attention's key gradient differed) and missed `.T`."""
+    left, right, product = PRODUCTS[case]
+
+    def run(library):
+        library.manual_seed(0)
+        a = library.randn(*left, requires_grad=True)
+        b = library.randn(*right, requires_grad=True)
+        out = product(a, b)
+        out.backward(library.randn(*out.shape))
+        return [a.grad, b.grad]
+    got = [torch.from_numpy(t.numpy()) for t in run(gt)]
+    exact = len(gt.runtime.client.current().workers) == 1
+    if exact:
+        assert_torchs_bits(got, lambda: [t.detach() for t in run(torch)])
+    else:
+        for mine, theirs in zip(got, run(torch)):
+            torch.testing.assert_close(mine, theirs.detach(), rtol=1e-5, atol=1e-5)

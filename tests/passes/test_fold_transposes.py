@@ -48,12 +48,26 @@ def test_a_linear_weight_gradient_becomes_torchs_product():
     torch.testing.assert_close(got, interpret(graph, [x, g])[0])
 
 
-def test_batched_products_with_broadcasting_fold_on_their_last_two_dims():
+def test_batched_products_are_left_alone():
+    """torch's bmm backward never folds (its mm backward does): folded, attention's
+    `q @ k.transpose(-2, -1)` took other gradient bits."""
     graph = transposed_product((3, 4, 5), (5, 6), dims=(-1, -2), transpose_left=False)
+    assert fold_transposes(graph) is graph
+
+
+def test_a_matrix_permuted_as_dot_T_folds_as_its_transpose():
+    """`x @ w.T` records a permute; its weight gradient is torch's only folded."""
+    a, b = Value((4, 5), 'float32'), Value((6, 5), 'float32')
+    b_t, product, result = Value((5, 6), 'float32'), Value((4, 6), 'float32'), \
+        Value((6, 4), 'float32')
+    graph = verify(Graph((a, b), (Node('permute', (b,), (b_t,), {'dims': [1, 0]}),
+                                  Node('matmul', (a, b_t), (product,)),
+                                  Node('permute', (product,), (result,), {'dims': [1, 0]})),
+                         (result,)))
     after = folded(graph)
-    assert [node.op for node in after.nodes] == ['transpose', 'transpose', 'matmul']
-    a, b = torch.randn(3, 4, 5), torch.randn(5, 6)
-    torch.testing.assert_close(interpret(after, [a, b])[0], (a @ b).transpose(-1, -2))
+    assert [node.op for node in after.nodes] == ['transpose', 'matmul']
+    x, w = torch.randn(4, 5), torch.randn(6, 5)
+    torch.testing.assert_close(interpret(after, [x, w])[0], (x @ w.T).T)
 
 
 def test_nothing_folds_where_the_product_is_used_again_or_other_dims_swap():
