@@ -150,12 +150,43 @@ def ones_like(other, dtype=None, requires_grad=False, **placement):
 
 def randn_like(other, dtype=None, requires_grad=False, **placement):
     _placement_only(placement)
-    return _like('randn', other, dtype, requires_grad)
+    return _drawn_like('normal_', other, dtype, requires_grad)
 
 
 def rand_like(other, dtype=None, requires_grad=False, **placement):
     _placement_only(placement)
-    return _like('rand', other, dtype, requires_grad)
+    return _drawn_like('uniform_', other, dtype, requires_grad)
+
+
+def empty_laid_out_like(other: Tensor, dtype: Any = None) -> Tensor:
+    """An uninitialized tensor laid out as torch lays `other` out, for draws that fill
+    memory in order (dropout's mask, `randn_like`), so a transposed `other` gets torch's
+    number at each position: on one worker, the worker tensor's own layout
+    (`empty_like`); on several, where `other` may arrive gathered into a fresh layout,
+    the strides the client knows (a view's; other tensors are contiguous)."""
+    from gt.fallback import call
+
+    options = {} if dtype is None else {'dtype': dtype}
+    if other._client.single_worker:
+        return call('torch.empty_like', (other,), options)
+    return call('torch.empty_strided', (tuple(other.shape), other.stride()),
+                {'dtype': other.dtype, **options})
+
+
+def _drawn_like(fill: str, other: Any, dtype: Any, requires_grad: bool) -> Tensor:
+    """torch's `randn_like`/`rand_like`: `empty_like(other)` filled in memory order. A
+    contiguous `other` (or a torch tensor) is GT's own draw of the shape, the same
+    numbers."""
+    if not isinstance(other, Tensor) or other.is_contiguous():
+        return _like('randn' if fill == 'normal_' else 'rand', other, dtype, requires_grad)
+    from gt.autograd import no_grad
+    from gt.fallback import call
+
+    own = other._type.dtype
+    with no_grad():
+        result = call(f'Tensor.{fill}', (empty_laid_out_like(
+            other, TORCH_DTYPES[_dtype(dtype, own)]),), {})
+    return result.requires_grad_() if requires_grad else result
 
 
 def full_like(other, fill_value, dtype=None, requires_grad=False, **placement):

@@ -11,7 +11,7 @@ import math
 import warnings
 
 from gt.autograd import no_grad
-from gt.creation import zeros
+from gt.creation import empty_laid_out_like, zeros
 from gt.fallback import call
 from gt.nn.module import Module
 from gt.tensor import Tensor
@@ -27,15 +27,15 @@ def _check(p: float) -> None:
 
 def _noise(input: Tensor, p: float, feature: bool) -> Tensor:
     """torch's noise: a 0/1 draw per (sample, channel) for feature dropout (a new tensor
-    of shape (N, C, 1, ...)), else per element of an `empty_like(input)` (which keeps the
-    input's layout, and so the order the draws fill)."""
+    of shape (N, C, 1, ...)), else per element of a tensor laid out as the input
+    (`empty_laid_out_like`: the order the draws fill)."""
     if feature:
         if input.ndim < 2:
             raise RuntimeError('Feature dropout requires at least 2 dimensions in the input')
         noise = zeros(*input.shape[:2], *[1] * (input.ndim - 2), dtype=input.dtype)
     else:
         with no_grad():
-            noise = call('torch.empty_like', (input,), {})
+            noise = empty_laid_out_like(input)
     return call('Tensor.bernoulli_', (noise, 1 - p), {})
 
 

@@ -15,7 +15,7 @@ from typing import Sequence
 import torch
 
 from gt.autograd import is_grad_enabled, no_grad
-from gt.creation import full, ones, zeros
+from gt.creation import empty_laid_out_like, full, ones, zeros
 from gt.fallback import call, namespace
 from gt.functional import cat
 from gt.ir.invalid_op import InvalidOpError
@@ -215,11 +215,11 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     else:
         # As torch's CPU dropout: noise = empty_like(input).bernoulli_(1 - p) / (1 - p),
         # drawn by name from the session's generator, so the mask is torch's after the
-        # same seed. empty_like keeps the worker tensor's strides, and bernoulli_ fills in
+        # same seed. The noise is laid out as torch lays the input out (on several
+        # workers too, where the input may arrive gathered), and bernoulli_ fills in
         # memory order: a transposed input's mask is torch's too.
         with no_grad():
-            noise = call('Tensor.bernoulli_', (call('torch.empty_like', (input,), {}), 1 - p),
-                         {})
+            noise = call('Tensor.bernoulli_', (empty_laid_out_like(input), 1 - p), {})
         result = input * (noise / (1 - p))
     return input._assign(result) if inplace else result
 

@@ -60,6 +60,10 @@ def placement_of(kind: str | int, workers: tuple[int, ...]):
 def _seed(node: Node, scope, options: PipelineOptions):
     """The placement of a created value."""
     (value,) = node.outputs
+    if node.op == 'torch_factory' and node.attrs.get('fn') == 'torch.empty_strided':
+        # A layout for draws to fill in memory order (gt.creation.empty_laid_out_like):
+        # made whole on every worker, since a move or a gather lays a value out afresh.
+        return Replicate(options.workers)
     if scope is not None:
         axis, workers = scope
         fits = axis < len(value.shape) and value.shape[axis] >= len(workers)
