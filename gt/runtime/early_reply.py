@@ -10,11 +10,17 @@ So the worker splits a hot program after the step that makes the last fetched va
 runs the first part, sends the values, then runs the rest. The reply says the program
 has not ended (no seconds), and the program's Done follows. The split is kept per
 program and fetched slots; it is taken only when a quarter of the steps or more are
-left, since each split costs a second reply. A failure in the rest is reported at the
-session's next fetch, as a failure of an op recorded after the fetch would be (torch
-would have raised it before the fetch; an asynchronous CUDA error comes late the same
-way); if the script fetches nothing more, it goes unreported, as the failures of work
-recorded after its last fetch do.
+left, since each split costs a second reply, and only when nothing in the rest can fail
+on the values it reads (`FALLIBLE`: index ops, integer division, checks, and torch
+functions run by name that read indices or factor matrices, `FALLIBLE_WORDS`), unless it
+reads values a step before the split found valid (a loss's backward reads the targets
+its forward read): a fetch raises the failures of the work recorded before it, and the
+client undoes a failed step's optimizer state when the fetch raises. Answered early, a
+failure came one fetch late, after the next step was recorded on the failed one's state
+(Adam's step count one ahead, and that step's loss lost). What can still fail there
+(running out of memory) is reported at the session's next fetch; if the script fetches
+nothing more, it goes unreported, as the failures of work recorded after its last fetch
+do.
 """
 
 from typing import Any, Callable
@@ -22,6 +28,35 @@ from typing import Any, Callable
 from gt.runtime.codegen import generate
 
 MIN_REST = 0.25  # the share of a program's steps that must be left after the split
+# Ops whose kernels may raise on the values they read: an index out of range, an integer
+# division by zero, a check, a probability outside [0, 1].
+FALLIBLE = frozenset({
+    'embedding', 'gather', 'scatter_add', 'index_add', 'nll_loss_forward', 'check_between',
+    'floor_divide', 'remainder', 'binary_cross_entropy', 'binary_cross_entropy_backward',
+    'set_rng_state'})
+BY_NAME = frozenset({'torch_call', 'torch_random', 'torch_sizes', 'torch_vjp',
+                     'torch_vjp_grad'})
+# Torch functions run by name that may, by the words of their names: those that read
+# indices, counts or probabilities, factor or invert matrices, or divide integers (a
+# norm, a convolution, an LSTM or an activation cannot).
+FALLIBLE_WORDS = frozenset({
+    'getitem', 'setitem', 'index', 'gather', 'scatter', 'take', 'put', 'embedding',
+    'bincount', 'hot', 'multinomial', 'bernoulli', 'binomial', 'poisson', 'searchsorted',
+    'bucketize', 'histc', 'nll', 'entropy', 'ctc', 'cholesky', 'inv', 'inverse', 'solve',
+    'lu', 'factor', 'det', 'slogdet', 'logdet', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'svd',
+    'svdvals', 'qr', 'lstsq', 'pinv', 'power', 'divide', 'div', 'remainder', 'fmod', 'gcd',
+    'lcm', 'interleave', 'unique', 'nonzero', 'select', 'sparse', 'assert', 'check',
+    'cond', 'rank'})
+
+
+def _fallible(step: Any) -> bool:
+    if step.op in BY_NAME:
+        name = step.attrs.get('fn')
+        if not isinstance(name, str):
+            return True
+        words = name.rpartition('.')[2].strip('_').lower().split('_')
+        return not FALLIBLE_WORDS.isdisjoint(words)
+    return step.op in FALLIBLE
 
 
 class Split:
@@ -43,8 +78,8 @@ class Split:
 
 def split_for(program: Any, fetched_slots: list[int]) -> Split | None:
     """The split that answers a fetch of `fetched_slots` early, or None where the program
-    is not hot yet, runs compiled, moves data, runs under another default dtype, or
-    would leave too little to overlap."""
+    is not hot yet, runs compiled, moves data, runs under another default dtype, would
+    leave too little to overlap, or could fail after the fetched values."""
     if (program.generated is None or program.compiled is not None or program.moves
             or program.default_dtype is not None):
         return None
@@ -54,10 +89,26 @@ def split_for(program: Any, fetched_slots: list[int]) -> Split | None:
     makers = program.maker_of_slot
     at = 1 + max((makers[slot] for slot in fetched_slots if slot in makers), default=-1)
     split = None
-    if len(program.steps) - at >= max(1, MIN_REST * len(program.steps)):
+    if (len(program.steps) - at >= max(1, MIN_REST * len(program.steps))
+            and _cannot_fail_after(program.steps, at)):
         split = Split(program, at)
     program.splits[key] = split
     return split
+
+
+def _cannot_fail_after(steps: list, at: int) -> bool:
+    """Whether no step from `at` on may fail on its values: none is `FALLIBLE`, or each
+    such step reads a value found valid before `at`: one a `FALLIBLE` step there read,
+    or made from such values and literals alone (a loss's backward reads the targets its
+    forward read, masked by ignore_index; a lookup's, its indices; a by-name call's
+    vector-Jacobian product, its forward's inputs)."""
+    valid = {slot for step in steps[:at] if _fallible(step) for slot in step.in_slots}
+    for step in steps:
+        if step.op == 'scalar' or (not _fallible(step) and step.in_slots
+                                   and valid.issuperset(step.in_slots)):
+            valid.update(step.out_slots)
+    return all(not _fallible(step) or valid.intersection(step.in_slots)
+               for step in steps[at:])
 
 
 def run_split(program: Any, split: Split, inputs: list, context: Any, base: int,
@@ -69,10 +120,13 @@ def run_split(program: Any, split: Split, inputs: list, context: Any, base: int,
     errors included; in the rest, its failures are reported with the next fetch."""
     program.runs += 1
     program.ran_compiled = False
+    rewind = context.generator_rewind() if program.draws else None
     try:
         carried = split.first(inputs, context)
         answer(dict(zip(split.carried, carried)))
         return split.rest(carried, context), []  # which lets go of each carried value
     except Exception:
+        if rewind is not None:  # the same draws as the values answered
+            rewind()
         env, errors = program.interpret(inputs, context, base)
         return [env[slot] for slot in program.result_slots], errors

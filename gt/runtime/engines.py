@@ -5,7 +5,7 @@ import contextlib
 import json
 import math
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -52,6 +52,17 @@ class SessionContext:
 
     def reseed(self, seed: int) -> None:
         self.generator = np.random.default_rng(seed)
+
+    def generator_rewind(self) -> Callable[[], None]:
+        """What puts the generator back where it is now: a program whose fast run failed
+        runs again op by op from its inputs, and must draw the numbers it drew (a hot
+        step with dropout drew a second mask, and the stream ran a step ahead)."""
+        generator = self.generator
+        if isinstance(generator, torch.Generator):
+            state = generator.get_state()
+            return lambda: generator.set_state(state)
+        state = generator.bit_generator.state
+        return lambda: setattr(generator.bit_generator, 'state', state)
 
 
 def device_problem(name: str) -> str | None:

@@ -129,10 +129,12 @@ class Program:
                                                        base)
             fast = runner or fast
         if fast is not None:
+            rewind = context.generator_rewind() if self.draws else None
             try:
                 results = fast(inputs, context)
             except Exception:
-                pass
+                if rewind is not None:
+                    rewind()
             else:
                 if is_compiled:
                     self.compiled.compiler.compiled_runs += 1

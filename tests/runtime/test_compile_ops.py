@@ -46,6 +46,9 @@ ENGINE = TorchEngine('cpu')
 PURE = [name for name, row in OPS.items()
         if row.traced and not (row.source or row.communication or row.effects or row.random)]
 BACKENDS = ['eager', 'aot_eager']
+# Ops whose traced form is another kernel: a region traces pow_number as torch.pow of the
+# 0-d exponent tensor, since the number is an input of the region, not a constant.
+TRACED_AS_ANOTHER_KERNEL = {'pow_number'}
 
 
 def _parameter_sets(test) -> list[dict]:
@@ -171,5 +174,5 @@ def test_the_compiled_op_matches_the_uncompiled_program(compiler, op, backend):
     assert compiler.compiled_runs == runs + 1
     assert any(e.name.startswith('Torch-Compiled Region') for e in profiler.events()), \
         'the compiled code did not run (a guard failed?)'
-    assert_same(got, expected, exact=backend == 'eager')
+    assert_same(got, expected, exact=backend == 'eager' and op not in TRACED_AS_ANOTHER_KERNEL)
     assert_same(inputs, originals, exact=True)
