@@ -60,3 +60,26 @@ def softmax(x: Tensor, dim: int, dtype=None) -> Tensor: return x.softmax(dim, dt
 def argmax(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmax(dim, keepdim)
 @numpy_names
 def argmin(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmin(dim, keepdim)
+
+
+def _at_least(tensors: tuple, shape_of: Any) -> Any:
+    """torch's atleast_*d: each tensor, or a view of it with ones added, alone or as a
+    tuple as given."""
+    single = len(tensors) == 1 and not isinstance(tensors[0], (list, tuple))
+    items = tensors[0] if len(tensors) == 1 and not single else tensors
+    results = tuple(t.view(*shape_of(tuple(t.shape))) for t in map(as_tensor, items))
+    return results[0] if single else results
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    return _at_least(tensors, lambda shape: (1,) * (1 - len(shape)) + shape)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    return _at_least(tensors, lambda shape: (1,) * (2 - len(shape)) + shape)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """A vector `(n,)` becomes `(1, n, 1)` and a matrix `(a, b)` `(a, b, 1)`, as in torch."""
+    return _at_least(tensors, lambda shape: {0: (1, 1, 1), 1: (1, *shape, 1),
+                                             2: (*shape, 1)}.get(len(shape), shape))

@@ -176,6 +176,58 @@ class ShapeMethods:
             return self.split([0] * chunks, dim)
         return self.split(max(1, -(-size // chunks)), dim)
 
+    def tensor_split(self, indices_or_sections, dim: int = 0):
+        """torch's: `n` sections (the first `size % n` one longer), or pieces between
+        indices (`x[:i0]`, `x[i0:i1]`, ..., `x[ik:]`, empty where an index falls back),
+        each a view written through to this tensor, as torch's are."""
+        dim = normalize_dim('tensor_split', dim, self.ndim)
+        size = self._type.shape[dim]
+        given = indices_or_sections
+        if isinstance(given, (core.Tensor, torch.Tensor)):
+            given = given.tolist()
+        if isinstance(given, int):
+            if given <= 0:
+                raise RuntimeError(f'number of sections must be larger than 0, got {given}')
+            lengths = [size // given + (k < size % given) for k in range(given)]
+            bounds = [sum(lengths[:k]) for k in range(given + 1)]
+            pieces = list(zip(bounds, bounds[1:]))
+        else:
+            cuts = [min(max(operator.index(i) + (size if i < 0 else 0), 0), size)
+                    for i in given]
+            pieces = list(zip([0, *cuts], [*cuts, size]))
+        lead = (slice(None),) * dim
+        return tuple(self[(*lead, slice(start, max(start, stop)))] for start, stop in pieces)
+
+    def _split_along(self, name: str, dim: int, least: int, indices_or_sections):
+        if self.ndim < least:
+            raise RuntimeError(f'torch.{name} requires a tensor with at least {least} '
+                               f'dimension, but got a tensor with {self.ndim} dimensions!')
+        size = self._type.shape[dim]
+        if isinstance(indices_or_sections, int) and indices_or_sections and \
+                size % indices_or_sections:
+            raise RuntimeError(f'torch.{name} attempted to split along dimension {dim}, but '
+                               f'the size of the dimension {size} is not divisible by the '
+                               f'split_size {indices_or_sections}!')
+        return self.tensor_split(indices_or_sections, dim)
+
+    def hsplit(self, indices_or_sections):
+        return self._split_along('hsplit', 1 if self.ndim > 1 else 0, 1, indices_or_sections)
+
+    def vsplit(self, indices_or_sections):
+        return self._split_along('vsplit', 0, 2, indices_or_sections)
+
+    def dsplit(self, indices_or_sections):
+        return self._split_along('dsplit', 2, 3, indices_or_sections)
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    def adjoint(self):
+        if self.ndim < 2:
+            raise RuntimeError('tensor.adjoint() is only supported on matrices or batches of '
+                               f'matrices. Got {self.ndim}-D tensor.')
+        return self.transpose(-2, -1)
+
     def contiguous(self, memory_format=None):
         """The tensor itself, or a copy where it is a view torch would not lay out as a
         fresh tensor (a transpose, a column): a copy aliases nothing."""

@@ -28,7 +28,6 @@ KNOWN_FAILURES = {
     'nn.functional.linear_cross_entropy.chunked': 'options object argument',
     'nn.functional.linear_cross_entropy.chunked_none': 'options object argument',
     'as_strided.partial_views': 'storage offset (GT tensors are not views)',
-    'tensor_split': 'indices as a tensor: torch wants it on the host, meta has no values',
     'resize_': 'refused: resizes storage',
     'to_sparse': 'refused: sparse layout',
     'native_batch_norm': 'refused with running statistics: they would be updated in place '

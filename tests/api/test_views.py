@@ -155,13 +155,50 @@ def detached_then_cloned_copies(lib, x):
     return [x, copy]
 
 
+def write_tensor_split(lib, x):
+    left, right = lib.tensor_split(x, [1], dim=1)
+    left.fill_(1.0)
+    right[0] = 7.0
+    return [x]
+
+
+def write_overlapping_tensor_split(lib, x):
+    pieces = x.tensor_split([3, 1])  # x[:3], x[3:1] (empty), x[1:]: the first and last overlap
+    pieces[2].mul_(2)
+    pieces[0].add_(1)
+    assert pieces[1].shape == (0, 3)
+    return [x, pieces[0], pieces[2]]
+
+
+def write_hsplit_vsplit(lib, x):
+    lib.hsplit(x, 3)[1].add_(5)
+    lib.vsplit(x, [2])[0].neg_()
+    return [x]
+
+
+def base_write_shows_in_vsplit(lib, x):
+    piece = lib.vsplit(x, 2)[1]
+    x.add_(1)
+    return [piece]
+
+
+def write_ravel_adjoint_atleast(lib, x):
+    x.ravel()[4] = 9.0
+    x.adjoint()[2, 1] = -9.0
+    lib.atleast_3d(x)[3, 0, 0] = 3.0
+    lib.atleast_2d(x[1])[0, 2] = 2.0
+    return [x]
+
+
 CASES = [write_through_detached, detached_follows_its_base, detached_then_cloned_copies,
          write_view, fill_diagonal, zero_rows, scale_chunk, relu_through_view,
          write_transposed, add_narrowed, fill_selected, negate_unbound, zero_permuted_row,
          add_into_transposed_block, fill_view_of_view, base_write_shows_through,
          sibling_views, write_unsqueezed, write_squeezed, zero_moved, copy_into_split,
          write_flattened, swapaxes_write, reshape_of_transpose_copies,
-         contiguous_of_transpose_copies, clone_copies, write_with_index_put]
+         contiguous_of_transpose_copies, clone_copies, write_with_index_put, write_tensor_split,
+         write_overlapping_tensor_split, write_hsplit_vsplit, base_write_shows_in_vsplit,
+         write_ravel_adjoint_atleast]
 
 
 @pytest.mark.parametrize('case', CASES, ids=[case.__name__ for case in CASES])
