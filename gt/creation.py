@@ -21,6 +21,8 @@ def _shape(sizes: tuple, keywords: dict | None = None) -> tuple[int, ...]:
         if sizes:
             raise TypeError("got multiple values for argument 'size'")
         sizes = (keywords.pop('size'),)
+    if not sizes:  # `randn()`: torch's refusal; `randn(())` is a 0-d tensor
+        raise TypeError('missing 1 required positional arguments: "size"')
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, torch.Size)):
         sizes = tuple(sizes[0])
     return tuple(_size(size, sizes) for size in sizes)

@@ -429,10 +429,12 @@ def _counts_as_numbers(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
 
 
 def _own_method(attribute: str) -> Any:
-    """GT Tensor's own method `attribute` (not one served by the fallback), or None."""
+    """GT Tensor's own method `attribute` (not one served by the fallback), or None. A
+    property (`real`) is served as a function of the tensor (`torch.real(x)`)."""
     for owner in Tensor.__mro__[:-1]:
         if attribute in owner.__dict__:
-            return getattr(Tensor, attribute)
+            found = owner.__dict__[attribute]
+            return found.fget if isinstance(found, property) else getattr(Tensor, attribute)
     return None
 
 

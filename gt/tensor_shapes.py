@@ -219,6 +219,15 @@ class ShapeMethods:
     def dsplit(self, indices_or_sections):
         return self._split_along('dsplit', 2, 3, indices_or_sections)
 
+    @property
+    def real(self):
+        """The tensor itself: GT's tensors are real (torch's `real` of one is an alias)."""
+        return self
+
+    @property
+    def imag(self):
+        raise RuntimeError('imag is not implemented for tensors with non-complex dtypes.')
+
     def ravel(self):
         return self.reshape(-1)
 

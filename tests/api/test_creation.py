@@ -140,7 +140,7 @@ def test_like_functions_keep_shape_and_dtype():
 @pytest.mark.parametrize('make', ['randn', 'rand'])
 def test_random_shapes_and_dtypes(make):
     for shape in [(), (3,), (2, 3, 4), (0, 2)]:
-        x = getattr(gt, make)(*shape)
+        x = getattr(gt, make)(*shape) if shape else getattr(gt, make)(shape)
         assert x.shape == torch.Size(shape) and x.dtype == torch.float32
         assert x.data.shape == torch.Size(shape)
     x = getattr(gt, make)(3, 2, dtype=gt.float64)

@@ -400,3 +400,21 @@ def test_a_write_through_overlapping_windows_is_refused():
     with pytest.raises(RuntimeError, match='more than one element'):
         x.unfold(0, 2, 1).add_(1)
     assert x.tolist() == list(range(6))
+
+
+def test_real_is_the_tensor_and_imag_is_refused_as_in_torch():
+    x = gt.zeros(3)
+    x.real[1] = 5.0
+    assert x.tolist() == [0.0, 5.0, 0.0]
+    for library in (torch, gt):
+        with pytest.raises(RuntimeError, match='imag is not implemented'):
+            library.zeros(3).imag
+
+
+@pytest.mark.parametrize('make', ['randn', 'rand', 'zeros', 'ones'])
+def test_a_creation_without_a_size_is_refused_as_in_torch(make):
+    """`randn()` made a 0-d tensor; torch refuses it (`randn(())` is the 0-d one)."""
+    for library in (torch, gt):
+        with pytest.raises(TypeError):
+            getattr(library, make)()
+        assert getattr(library, make)(()).shape == ()
