@@ -30,8 +30,10 @@ from gt.runtime.session_errors import (
     CompileWarning,
     OutOfMemoryError,
     WorkerError,
+    WorkerIndexError,
 )
 
+OUT_OF_BOUNDS = 'is out of bounds for dimension'  # torch's words for an index out of range
 FAILED_OPS_KEPT = 1024  # failures already raised, remembered so they are raised once
 ORIGINS_KEPT = 256  # fragments whose op locations stay known for error messages
 # Files of the GT functions through which the user asks for values: a worker's warning is
@@ -231,9 +233,17 @@ class Reports:
 
 
 def _kind(message: object) -> type:
-    if any(m in str(message) for m in OUT_OF_MEMORY):
+    """The error class a worker's failure is raised as. An index out of range is an
+    IndexError (still a RuntimeError) even where torch's kernel words it as a
+    RuntimeError (`index_add`, `gather`): GT may run only a lookup's backward, the
+    forward's value being unused, and a ported `except IndexError` must still catch it."""
+    text = str(message)
+    if any(m in text for m in OUT_OF_MEMORY):
         return OutOfMemoryError
-    return BY_KIND.get(str(message).partition(':')[0], WorkerError)
+    kind = BY_KIND.get(text.partition(':')[0], WorkerError)
+    if kind is WorkerError and OUT_OF_BOUNDS in text:
+        return WorkerIndexError
+    return kind
 
 
 def first_unsendable(records: list) -> int | None:
