@@ -20,6 +20,7 @@ from gt.ir.ops.creation import check_literal
 from gt.plain_attrs import plain_attrs
 from gt.runtime import client as connection
 from gt.runtime import ownership
+from gt.runtime.interrupts import release_when_collected
 from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.signal import current_scope
 from gt.tensor_device import DeviceMethods
@@ -48,9 +49,7 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         wrap(source._id, source._type, source._client, self)
         source._id = None  # the value is this tensor's alone
 
-    def __del__(self) -> None:
-        if self._id is not None:
-            self._client.release(self._id)
+    __del__ = release_when_collected
 
     # ---- properties ------------------------------------------------------------------
     @property

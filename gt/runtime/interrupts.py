@@ -1,4 +1,5 @@
-"""Ctrl-C held back while a client sends: a message half sent cannot be taken back.
+"""Ctrl-C held back while a client sends: a message half sent cannot be taken back, and
+raised again where Python would drop it (in a tensor's finalizer).
 
 A KeyboardInterrupt raised inside a send leaves no way to tell whether the message went
 (ZeroMQ may have queued it before the interrupt surfaced), and one between the parts of
@@ -10,8 +11,10 @@ flush, this 0.5.
 """
 
 import _signal
+import _thread
 import signal
 import threading
+from typing import Any
 
 _MAIN = threading.main_thread()
 
@@ -40,3 +43,14 @@ class InterruptsHeld:
             _signal.signal(signal.SIGINT, self.previous)
             if self.interrupted:
                 raise KeyboardInterrupt
+
+
+def release_when_collected(tensor: Any) -> None:
+    """`Tensor.__del__`: hands the tensor's value back. Python drops an exception raised
+    in a finalizer, so a Ctrl-C that lands in one is raised again in the main thread (it
+    was printed as "Exception ignored", and the script ran on)."""
+    try:
+        if tensor._id is not None:
+            tensor._client.release(tensor._id)
+    except KeyboardInterrupt:
+        _thread.interrupt_main()

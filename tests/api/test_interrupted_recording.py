@@ -1,6 +1,9 @@
 """A Ctrl-C (KeyboardInterrupt) that lands while an op is being recorded, as when a
 notebook cell is interrupted: the op is not recorded, and later ops are not shifted onto
-the wrong values."""
+the wrong values; one that lands in a tensor's finalizer is raised again."""
+
+import time
+import types
 
 import pytest
 import torch
@@ -8,6 +11,7 @@ from api_check import assert_same
 
 import gt
 from gt.runtime import recording
+from gt.runtime.interrupts import release_when_collected
 
 
 @pytest.fixture
@@ -93,3 +97,14 @@ def test_ctrl_c_during_a_send_is_raised_once_the_message_went():
         assert seen == ["the script's"]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_landing_in_a_tensors_finalizer_is_raised_again():
+    """Python drops an exception raised in `__del__` ("Exception ignored"): a Ctrl-C that
+    landed as a tensor was collected was lost, and the script's loop ran on."""
+    def interrupted(value_id):
+        raise KeyboardInterrupt
+    dying = types.SimpleNamespace(_id=7, _client=types.SimpleNamespace(release=interrupted))
+    with pytest.raises(KeyboardInterrupt):
+        release_when_collected(dying)
+        time.sleep(1.0)  # the interrupt is raised in the main thread at its next check
