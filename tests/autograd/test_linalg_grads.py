@@ -154,3 +154,23 @@ def test_products_with_a_transposed_operand_give_torchs_gradient_bits(case):
     else:
         for mine, theirs in zip(got, run(torch)):
             torch.testing.assert_close(mine, theirs.detach(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('left', [(3, 20, 8), (2, 3, 20, 8)], ids=str)
+def test_a_batch_times_a_vector_gives_torchs_gradient_bits(left):
+    """torch folds the batch into rows for one mv when the vector requires grad; its
+    gradient is one product over every row, where per-batch products summed rounded
+    otherwise (5 of 8 elements differed)."""
+    def run(library):
+        library.manual_seed(0)
+        a = library.randn(*left, requires_grad=True)
+        v = library.randn(8, requires_grad=True)
+        out = a @ v
+        out.backward(library.randn(*out.shape))
+        return [a.grad, v.grad]
+    got = [torch.from_numpy(t.numpy()) for t in run(gt)]
+    if len(gt.runtime.client.current().workers) == 1:
+        assert_torchs_bits(got, lambda: [t.detach() for t in run(torch)])
+    else:
+        for mine, theirs in zip(got, run(torch)):
+            torch.testing.assert_close(mine, theirs.detach(), rtol=1e-5, atol=1e-5)

@@ -110,8 +110,10 @@ def _matmul_grad(emit, inputs, grads, folded: bool = False):
         grad_a = emit('matmul', g, emit('transpose', right, dim0=-1, dim1=-2))
         if a.ndim == 1:
             grad_a = emit('squeeze', grad_a, dim=-2)
-    if wanted(b) and a.ndim > 2 and b.ndim == 2:
+    if wanted(b) and a.ndim > 2 and b.ndim <= 2:  # a vector's too: torch folds for mv
         grad_b = emit('folded_mm', a, g)
+        if b.ndim == 1:
+            grad_b = emit('squeeze', grad_b, dim=-1)
     elif wanted(b):
         grad_b = emit('matmul', emit('transpose', left, dim0=-1, dim1=-2), g)
         if b.ndim == 1:
