@@ -28,12 +28,14 @@ from typing import Any, Callable
 from gt.runtime.codegen import generate
 
 MIN_REST = 0.25  # the share of a program's steps that must be left after the split
-# Ops whose kernels may raise on the values they read: an index out of range, an integer
-# division by zero, a check, a probability outside [0, 1].
-FALLIBLE = frozenset({
-    'embedding', 'gather', 'scatter_add', 'index_add', 'nll_loss_forward', 'check_between',
-    'floor_divide', 'remainder', 'binary_cross_entropy', 'binary_cross_entropy_backward',
-    'set_rng_state'})
+# Ops whose kernels may raise on the values they read, and the inputs whose values do:
+# an index out of range, a divisor of zero, a value outside a check's range or [0, 1]
+# (None: any input).
+FALLIBLE = {
+    'embedding': (1,), 'gather': (1,), 'scatter_add': (1,), 'index_add': (1,),
+    'nll_loss_forward': (1,), 'floor_divide': (1,), 'remainder': (1,), 'pow': (1,),
+    'check_between': (0,), 'binary_cross_entropy': (0,),
+    'binary_cross_entropy_backward': (1,), 'set_rng_state': None}
 BY_NAME = frozenset({'torch_call', 'torch_random', 'torch_sizes', 'torch_vjp',
                      'torch_vjp_grad'})
 # Torch functions run by name that may, by the words of their names: those that read
@@ -41,22 +43,40 @@ BY_NAME = frozenset({'torch_call', 'torch_random', 'torch_sizes', 'torch_vjp',
 # norm, a convolution, an LSTM or an activation cannot).
 FALLIBLE_WORDS = frozenset({
     'getitem', 'setitem', 'index', 'gather', 'scatter', 'take', 'put', 'embedding',
-    'bincount', 'hot', 'multinomial', 'bernoulli', 'binomial', 'poisson', 'searchsorted',
-    'bucketize', 'histc', 'nll', 'entropy', 'ctc', 'cholesky', 'inv', 'inverse', 'solve',
-    'lu', 'factor', 'det', 'slogdet', 'logdet', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'svd',
-    'svdvals', 'qr', 'lstsq', 'pinv', 'power', 'divide', 'div', 'remainder', 'fmod', 'gcd',
-    'lcm', 'interleave', 'unique', 'nonzero', 'select', 'sparse', 'assert', 'check',
-    'cond', 'rank'})
+    'bincount', 'hot', 'multinomial', 'bernoulli', 'binomial', 'poisson', 'normal',
+    'searchsorted', 'bucketize', 'histc', 'nll', 'entropy', 'ctc', 'margin', 'unpool',
+    'cholesky', 'inv', 'inverse', 'tensorinv', 'solve', 'tensorsolve', 'lu', 'factor',
+    'det', 'slogdet', 'logdet', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'svd', 'svdvals',
+    'qr', 'lstsq', 'pinv', 'power', 'divide', 'div', 'remainder', 'fmod', 'gcd', 'lcm',
+    'interleave', 'unique', 'nonzero', 'select', 'sparse', 'assert', 'check', 'cond',
+    'rank'})
+NEVER_FAILING = frozenset({'kl_div'})  # 'div' is a word of it, not a division
+# Ops whose output holds only values of their first input (laid out anew), and those
+# that give a 0/1 mask: an index found valid stays valid through them, and through a
+# product with a mask (the loss's backward reads `target * (target != ignore_index)`).
+SAME_VALUES = frozenset({'reshape', 'unsqueeze', 'squeeze', 'expand', 'transpose',
+                         'permute', 'getitem', 'contiguous', 'detach', 'batched_layout'})
+MASKS = frozenset({'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logical_and', 'logical_or',
+                   'logical_not'})
 
 
-def _fallible(step: Any) -> bool:
+def _checked_inputs(step: Any) -> tuple[int, ...] | None:
+    """The positions of the inputs whose values `step` may fail on; () where it cannot
+    fail on values, None for any of them."""
+    if step.op in ('torch_vjp', 'torch_vjp_grad'):
+        if not _fallible_by_name(step.attrs.get('fn')):
+            return ()
+        return tuple(range(step.attrs.get('n_inputs', len(step.in_slots))))
     if step.op in BY_NAME:
-        name = step.attrs.get('fn')
-        if not isinstance(name, str):
-            return True
-        words = name.rpartition('.')[2].strip('_').lower().split('_')
-        return not FALLIBLE_WORDS.isdisjoint(words)
-    return step.op in FALLIBLE
+        return None if _fallible_by_name(step.attrs.get('fn')) else ()
+    return FALLIBLE.get(step.op, ())
+
+
+def _fallible_by_name(name: Any) -> bool:
+    if not isinstance(name, str):
+        return True
+    attribute = name.rpartition('.')[2].strip('_').lower()
+    return attribute not in NEVER_FAILING and not FALLIBLE_WORDS.isdisjoint(attribute.split('_'))
 
 
 class Split:
@@ -97,18 +117,31 @@ def split_for(program: Any, fetched_slots: list[int]) -> Split | None:
 
 
 def _cannot_fail_after(steps: list, at: int) -> bool:
-    """Whether no step from `at` on may fail on its values: none is `FALLIBLE`, or each
-    such step reads a value found valid before `at`: one a `FALLIBLE` step there read,
-    or made from such values and literals alone (a loss's backward reads the targets its
-    forward read, masked by ignore_index; a lookup's, its indices; a by-name call's
-    vector-Jacobian product, its forward's inputs)."""
-    valid = {slot for step in steps[:at] if _fallible(step) for slot in step.in_slots}
-    for step in steps:
-        if step.op == 'scalar' or (not _fallible(step) and step.in_slots
-                                   and valid.issuperset(step.in_slots)):
+    """Whether no step from `at` on may fail on its values: each input such a step may
+    fail on was found valid before `at`, read in that role by a step that could have
+    failed on it (a loss's backward reads the targets its forward read; a lookup's, its
+    indices; a by-name call's gradient, its forward's inputs), or made from such a value
+    by ops that keep its values (`SAME_VALUES`, a product with a mask)."""
+    valid: set[int] = set()
+    masks: set[int] = set()
+    for index, step in enumerate(steps):
+        checked = _checked_inputs(step)
+        positions = range(len(step.in_slots)) if checked is None else checked
+        if index >= at and any(step.in_slots[p] not in valid for p in positions
+                               if p < len(step.in_slots)):
+            return False
+        if index < at:
+            valid.update(step.in_slots[p] for p in positions if p < len(step.in_slots))
+        inputs = step.in_slots
+        if step.op in SAME_VALUES and inputs and inputs[0] in valid:
             valid.update(step.out_slots)
-    return all(not _fallible(step) or valid.intersection(step.in_slots)
-               for step in steps[at:])
+        elif step.op in MASKS:
+            masks.update(step.out_slots)
+        elif step.op == 'mul' and len(inputs) == 2 and (
+                (inputs[0] in valid and inputs[1] in masks)
+                or (inputs[1] in valid and inputs[0] in masks)):
+            valid.update(step.out_slots)
+    return True
 
 
 def run_split(program: Any, split: Split, inputs: list, context: Any, base: int,

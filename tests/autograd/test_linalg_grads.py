@@ -174,3 +174,13 @@ def test_a_batch_times_a_vector_gives_torchs_gradient_bits(left):
     else:
         for mine, theirs in zip(got, run(torch)):
             torch.testing.assert_close(mine, theirs.detach(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('expression', [lambda x, w: (x @ w.T).T, lambda x, w: (x @ w.t()).t(),
+                                        lambda x, w: (x @ w.T).transpose(0, 1)],
+                         ids=['.T', '.t()', 'transpose'])
+def test_a_scripts_transposed_product_is_computed_as_written(expression):
+    """An optimizing pass computed `(a @ b)^T` as `b^T @ a^T`, which rounds otherwise."""
+    x, w = torch.randn(12, 8), torch.randn(6, 8)
+    got = expression(gt.tensor(x), gt.tensor(w)).numpy()
+    assert (torch.from_numpy(got) == expression(x, w)).all()

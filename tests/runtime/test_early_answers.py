@@ -3,8 +3,6 @@ fetched after every step is asked for with the step's message (gt.runtime.prefet
 the values are torch's, bit for bit, and a failure of work recorded before the fetch
 but not needed by it is raised at the next fetch."""
 
-import types
-
 import pytest
 import torch
 from gt_test_support import connected
@@ -169,9 +167,34 @@ def test_a_guess_is_dropped_when_the_script_fetches_something_else(cluster):
     ('torch.nn.functional.softplus', False), ('torch.nn.functional.conv2d', False),
     ('Tensor.__getitem__', True), ('torch.index_select', True), ('torch.linalg.cholesky', True),
     ('torch.floor_divide', True), ('torch.nn.functional.one_hot', True),
-    ('torch.multinomial', True)])
+    ('torch.multinomial', True), ('torch.nn.functional.kl_div', False),
+    ('torch.normal', True), ('torch.nn.functional.multi_margin_loss', True)])
 def test_torch_functions_run_by_name_that_may_fail_on_values_are_known_by_name(name, fallible):
     """By words, not substrings: `softplus` holds `lu`, `vector_norm` is in linalg (a
     language model's clipped step was never answered early)."""
-    step = types.SimpleNamespace(op='torch_call', attrs={'fn': name})
-    assert early_reply._fallible(step) is fallible
+    assert early_reply._fallible_by_name(name) is fallible
+
+
+@pytest.mark.parametrize('index_made', ['given', 'computed'])
+def test_a_lookup_after_the_fetch_into_a_table_read_before_is_still_checked(cluster, index_made):
+    """The table was read by a lookup before the loss, but the index after it is new (or
+    made from a valid one by arithmetic): its failure is the fetch's, not the next's."""
+    def run(library):
+        library.manual_seed(0)
+        table = library.randn(10, 4)
+        values = []
+        with library.no_grad():
+            for step in range(8):
+                try:
+                    good = library.tensor([1, 2, 3])
+                    loss = library.nn.functional.embedding(good, table).sum()
+                    bad = library.tensor([1, 12 if step == 5 else 2, 3]) \
+                        if index_made == 'given' else good + (10 if step == 5 else 0)
+                    extra = library.nn.functional.embedding(bad, table).exp().sum() * 2 + 1
+                    values.append(loss.item())
+                except IndexError:
+                    values.append('IndexError')
+        return values, float(extra.sum())
+    with connected(cluster.address):
+        got = run(gt)
+    assert got == run(torch) and got[0][5] == 'IndexError'

@@ -6,6 +6,7 @@ Unlike elementwise ops, torch.matmul does not promote: both operands must share 
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -104,6 +105,8 @@ def _matmul_grad(emit, inputs, grads, folded: bool = False):
         # torch's bmm backward multiplies by its forward's folded operands, transposed:
         # the same layouts give the same bits (a copy where torch's fold made one).
         left, right = emit('batched_layout', left), emit('batched_layout', right)
+    if a.ndim == 2 and b.ndim == 2:
+        return _mm_grad(emit, a, b, g)
     if wanted(a) and folded and a.ndim > 2 and b.ndim == 2:
         grad_a = emit('folded_matmul', g, emit('transpose', b, dim0=0, dim1=1))
     elif wanted(a):
@@ -119,6 +122,30 @@ def _matmul_grad(emit, inputs, grads, folded: bool = False):
         if b.ndim == 1:
             grad_b = emit('squeeze', grad_b, dim=-1)
     return [grad_a, grad_b]
+
+
+def _mm_grad(emit, a, b, g) -> list:
+    """torch's mm backward: an operand laid out column-major (`w.t()`, `w.T`, a Linear's
+    weight as it multiplies) gets its gradient as a transposed product, `(g^T a)^T` for
+    the right one, which its transpose's own gradient turns back into `g^T a`, contiguous
+    (the product torch's linear backward computes); others `g b^T` and `a^T g`."""
+    def t(x):
+        return emit('transpose', x, dim0=0, dim1=1)
+    grad_a = grad_b = None
+    if wanted(a):
+        grad_a = t(emit('matmul', b, t(g))) if _column_major(a) else emit('matmul', g, t(b))
+    if wanted(b):
+        grad_b = t(emit('matmul', t(g), a)) if _column_major(b) else emit('matmul', t(a), g)
+    return [grad_a, grad_b]
+
+
+def _column_major(x: Any) -> bool:
+    """torch's test in its mm backward, on the strides the client knows (a view's)."""
+    stride = getattr(x, 'stride', None)
+    if stride is None:
+        return False
+    strides = stride()
+    return strides[0] == 1 and strides[1] == x.shape[0]
 
 
 def _folded_matmul(a, b):
