@@ -34,7 +34,11 @@ class OperatorMethods:
     def __mod__(self, other): return core.binary('remainder', self, other)
     def __rmod__(self, other): return core.binary('remainder', other, self)
     def __pow__(self, other): return core.binary(power_op(other), self, other)
-    def __rpow__(self, other): return core.binary('pow', other, self)
+    def __rpow__(self, other):
+        result = core.binary('pow', other, self)
+        if result.grad_fn is not None:  # torch's backward of its number-base overload
+            result.grad_fn.shown_as = 'PowBackward2'
+        return result
     def __matmul__(self, other): return _matmul(self, core.as_tensor(other))
     def __rmatmul__(self, other): return _matmul(core.as_tensor(other), self)
     def __neg__(self): return core.apply('neg', [self])

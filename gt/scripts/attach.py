@@ -66,13 +66,15 @@ def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Key
 
 
 def _chosen_among(found: list[dict]) -> str:
-    """Which of several dispatchers on this host is watched, and how to choose another."""
+    """Which of several dispatchers on this host is watched, and how to choose another
+    (a script's own auto-started one listens on an ipc socket only: no port chooses it)."""
     def named(note: dict) -> str:
-        tcp = [e for e in note['endpoints'] if e.startswith('tcp://')] or note['endpoints']
-        return f"{tcp[0].rpartition(':')[2]} (pid {note['pid']})"
+        tcp = [e for e in note['endpoints'] if e.startswith('tcp://')]
+        where = f"port {tcp[0].rpartition(':')[2]}" if tcp else 'a script\'s own, no port'
+        return f"{where} (pid {note['pid']})"
+    others = [named(note) for note in found[1:]]
     return (f'gt: {len(found)} GT dispatchers run on this host; watching the newest, '
-            f'port {named(found[0])}. --port chooses another: '
-            + ', '.join(named(note) for note in found[1:]))
+            f'{named(found[0])}. Others: {", ".join(others)}; --port chooses one by its port')
 
 
 def subscribe(endpoint: str, *topics: bytes, keys: curve.Keys | None = None) -> zmq.Socket:

@@ -70,6 +70,7 @@ def test_a_scripts_0d_tensor_exponent_is_torchs_tensor_form(exponent):
     assert same_bits(got, expected)
     assert got.grad_fn.name() == expected.grad_fn.name() == 'PowBackward1'
     assert (mine ** exponent).grad_fn.name() == 'PowBackward0'
+    assert (2 ** mine).grad_fn.name() == (2 ** theirs).grad_fn.name() == 'PowBackward2'
     expected.sum().backward()
     got.sum().backward()
     assert same_bits(mine.grad, theirs.grad)
