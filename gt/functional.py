@@ -3,6 +3,8 @@ function forms of Tensor methods."""
 
 from typing import Any
 
+import torch
+
 from gt.fallback import call, written_out
 from gt.numpy_names import numpy_names
 from gt.tensor import Tensor, apply, as_tensor
@@ -67,6 +69,8 @@ def _at_least(tensors: tuple, shape_of: Any) -> Any:
     tuple as given."""
     single = len(tensors) == 1 and not isinstance(tensors[0], (list, tuple))
     items = tensors[0] if len(tensors) == 1 and not single else tensors
+    if not all(isinstance(t, (Tensor, torch.Tensor)) for t in items):
+        raise TypeError('atleast_*d() takes tensors, or a tuple of tensors')
     results = tuple(t.view(*shape_of(tuple(t.shape))) for t in map(as_tensor, items))
     return results[0] if single else results
 

@@ -176,14 +176,26 @@ class ShapeMethods:
             return self.split([0] * chunks, dim)
         return self.split(max(1, -(-size // chunks)), dim)
 
-    def tensor_split(self, indices_or_sections, dim: int = 0):
+    def tensor_split(self, indices_or_sections=None, dim: int = 0, *, sections=None,
+                     indices=None):
         """torch's: `n` sections (the first `size % n` one longer), or pieces between
         indices (`x[:i0]`, `x[i0:i1]`, ..., `x[ik:]`, empty where an index falls back),
         each a view written through to this tensor, as torch's are."""
+        given = next((v for v in (indices_or_sections, sections, indices) if v is not None),
+                     None)
+        if self.ndim == 0:
+            raise RuntimeError('tensor_split expected at least a 1-dimensional tensor, but '
+                               'got a tensor with 0 dims')
         dim = normalize_dim('tensor_split', dim, self.ndim)
         size = self._type.shape[dim]
-        given = indices_or_sections
         if isinstance(given, (core.Tensor, torch.Tensor)):
+            if given.dtype != torch.int64 or given.ndim > 1:
+                raise RuntimeError(
+                    'tensor_split expected tensor_indices_or_sections to have dtype of long, '
+                    f'but got {given.dtype}'
+                    if given.ndim <= 1 else 'tensor_split expected tensor_indices_or_sections'
+                    ' to be a zero-dimensional or one-dimensional tensor, but got a tensor '
+                    f'with {given.ndim} dims')
             given = given.tolist()
         if isinstance(given, int):
             if given <= 0:

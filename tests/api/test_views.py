@@ -418,3 +418,22 @@ def test_a_creation_without_a_size_is_refused_as_in_torch(make):
         with pytest.raises(TypeError):
             getattr(library, make)()
         assert getattr(library, make)(()).shape == ()
+
+
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.tensor(1.0).tensor_split(2),
+    lambda lib: lib.zeros(4).tensor_split(lib.tensor([1.5])),
+    lambda lib: lib.zeros(4).tensor_split(lib.tensor([[1]])),
+    lambda lib: lib.atleast_1d(3.0),
+], ids=['0-d', 'float indices', '2-d indices', 'a number'])
+def test_tensor_split_and_atleast_refuse_as_torch(call):
+    with pytest.raises((RuntimeError, TypeError)) as expected:
+        call(torch)
+    with pytest.raises(type(expected.value)):
+        call(gt)
+
+
+def test_tensor_split_takes_torchs_keywords():
+    for keywords in ({'sections': 2}, {'indices': [1]}, {'sections': 3, 'dim': -1}):
+        got = [t.shape for t in gt.zeros(4).tensor_split(**keywords)]
+        assert got == [t.shape for t in torch.zeros(4).tensor_split(**keywords)]
