@@ -270,8 +270,12 @@ class Client(Recording, DispatcherWaits):
         if self.reports.lost:
             for value_id in value_ids:
                 self.reports.check(value_id)
+        kept = self.prefetch.kept(value_ids)
+        if kept is not None:
+            return kept
         started = time.perf_counter()
-        if self.prefetch.covers(value_ids):
+        guessed = self.prefetch.covers(value_ids)
+        if guessed:
             fetched, reply, frames = self._prefetched()
             errors = reply.errors
         else:
@@ -300,6 +304,8 @@ class Client(Recording, DispatcherWaits):
             if failed is not None:
                 autograd.forget_failed_grads(failed)
         values = dict(zip(fetched, _assemble_all(headers, frames)))
+        if guessed:
+            self.prefetch.stash(values, value_ids)
         self.reports.warn()
         return [values[value_id] for value_id in value_ids]
 

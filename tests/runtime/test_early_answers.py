@@ -198,3 +198,36 @@ def test_a_lookup_after_the_fetch_into_a_table_read_before_is_still_checked(clus
     with connected(cluster.address):
         got = run(gt)
     assert got == run(torch) and got[0][5] == 'IndexError'
+
+
+@pytest.mark.parametrize('fetching', ['loss and accuracy', 'every third step'])
+def test_guesses_follow_a_loop_that_fetches_two_values_or_every_few_steps(cluster, fetching):
+    """Guessed for one value at the next fragment, the guesses alternated between a
+    step's loss and accuracy, and went unused by a loop that logs every third step."""
+    def loop(library):
+        library.manual_seed(0)
+        model = library.nn.Sequential(library.nn.Linear(20, 16), library.nn.ReLU(),
+                                      library.nn.Linear(16, 4))
+        optimizer = library.optim.SGD(model.parameters(), lr=0.1)
+        x, y = library.randn(32, 20), library.randint(0, 4, (32,))
+        values = []
+        for step in range(STEPS * 3):
+            logits = model(x)
+            loss = library.nn.functional.cross_entropy(logits, y)
+            accuracy = (logits.argmax(1) == y).float().mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if fetching == 'loss and accuracy':
+                values.append((loss.item(), accuracy.item()))
+            elif step % 3 == 2:
+                values.append(loss.item())
+        return values
+    with connected(cluster.address):
+        prefetch = gt.runtime.client.current().prefetch
+        before = prefetch.used
+        values = loop(gt)
+        used = prefetch.used - before
+    assert values == loop(torch)
+    fetches = len(values) * (2 if fetching == 'loss and accuracy' else 1)
+    assert used >= fetches - 6, (used, fetches)
