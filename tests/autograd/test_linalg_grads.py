@@ -156,15 +156,19 @@ def test_products_with_a_transposed_operand_give_torchs_gradient_bits(case):
             torch.testing.assert_close(mine, theirs.detach(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize('left', [(3, 20, 8), (2, 3, 20, 8)], ids=str)
-def test_a_batch_times_a_vector_gives_torchs_gradient_bits(left):
-    """torch folds the batch into rows for one mv when the vector requires grad; its
-    gradient is one product over every row, where per-batch products summed rounded
-    otherwise (5 of 8 elements differed)."""
+@pytest.mark.parametrize('left, right', [((3, 20, 8), (8,)), ((2, 3, 20, 8), (8,)),
+                                         ((8,), (3, 8, 12)), ((8,), (2, 3, 8, 12)),
+                                         ((3, 20, 8), (1, 8, 12)),
+                                         ((2, 3, 20, 8), (1, 1, 8, 12))], ids=str)
+def test_products_torch_folds_into_one_give_torchs_gradient_bits(left, right):
+    """torch folds a batch into rows for one mm or mv (a batch times a vector, a vector
+    times a batch, a 3-d batch times an operand of one batch): the gradient is one
+    product over every row, where per-batch products summed rounded otherwise (5 of 8
+    elements differed). A 4-d operand of one batch is torch's batched product, as GT's."""
     def run(library):
         library.manual_seed(0)
         a = library.randn(*left, requires_grad=True)
-        v = library.randn(8, requires_grad=True)
+        v = library.randn(*right, requires_grad=True)
         out = a @ v
         out.backward(library.randn(*out.shape))
         return [a.grad, v.grad]

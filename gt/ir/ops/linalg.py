@@ -92,6 +92,7 @@ def _matmul_grad(emit, inputs, grads, folded: bool = False):
     (a batched product of a transposed gradient rounded otherwise)."""
     a, b = inputs
     (g,) = grads
+    original_g = g
     if a.ndim == 1 and b.ndim == 1:
         return [emit('mul', g, b) if wanted(a) else None, emit('mul', g, a) if wanted(b) else None]
     left = a if a.ndim > 1 else emit('unsqueeze', a, dim=0)
@@ -121,6 +122,24 @@ def _matmul_grad(emit, inputs, grads, folded: bool = False):
         grad_b = emit('matmul', emit('transpose', left, dim0=-1, dim1=-2), g)
         if b.ndim == 1:
             grad_b = emit('squeeze', grad_b, dim=-1)
+    return _folded_by_torch(emit, a, b, original_g, [grad_a, grad_b])
+
+
+def _folded_by_torch(emit, a, b, g, grads: list) -> list:
+    """`grads`, with torch's where torch.matmul folds a batch into one mm or mv and GT's
+    batched product does not: a vector times a batch (folded as the batch's transpose),
+    whose vector's gradient is one product over every row; and a 3-d batch times a 3-d
+    operand of one batch that requires grad (`(3, 20, 8) @ (1, 8, 12)`), which torch
+    multiplies as a matrix, its gradient likewise. Per-batch products summed rounded
+    otherwise."""
+    grad_a, grad_b = grads
+    if a.ndim == 1 and b.ndim > 2 and wanted(a):
+        rows = emit('transpose', b, dim0=-1, dim1=-2)
+        grad_a = emit('squeeze', emit('folded_mm', rows, emit('unsqueeze', g, dim=-1)),
+                      dim=-1)
+    if a.ndim == 3 and b.ndim == 3 and b.shape[0] == 1 != a.shape[0] and wanted(b):
+        # torch.matmul takes such a pair as the batch times the matrix `b[0]`
+        grad_b = emit('reshape', emit('folded_mm', a, g), shape=list(b.shape))
     return [grad_a, grad_b]
 
 
