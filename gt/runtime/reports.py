@@ -83,8 +83,11 @@ class Reports:
     def failed(self, errors: list) -> Callable[[int], bool] | None:
         """After `raise_errors`: whether a value failed on its worker (a fetch's `FAILED`
         reports) or was never made (its work refused, and not revived); None when the
-        fetch told of neither."""
+        fetch told of neither. A value that failed and went back (`REVERTED`: a gradient
+        accumulated into, a parameter updated) holds its old value, and has not failed."""
         failed = {value_id for error in errors if error[2] == FAILED for value_id in error[3]}
+        failed.difference_update(value_id for error in errors if error[2] == REVERTED
+                                 for value_id, *_ in error[3])
         if not failed and not any(error[2] == 'submit' for error in errors):
             return None
         lost = list(self.lost)

@@ -134,6 +134,42 @@ def test_a_failure_between_fetches_undoes_only_its_own_steps_updates(cluster):
         assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
 
 
+def accumulate(library, model, optimizer, data: list, every: int = 3) -> list:
+    """Gradients of `every` micro-batches summed before each step, each micro-batch in a
+    try, as a script that skips a bad one: the losses, None where one raised."""
+    losses = []
+    for index, (inputs, targets) in enumerate(data):
+        if library is gt:
+            inputs, targets = gt.tensor(inputs), gt.tensor(targets)
+        try:
+            loss = library.nn.functional.cross_entropy(model(inputs), targets) / every
+            loss.backward()
+            losses.append(loss.item())
+        except IndexError:
+            losses.append(None)
+        if index % every == every - 1:
+            optimizer.step()
+            optimizer.zero_grad()
+    return losses
+
+
+@pytest.mark.time_limit(90)
+@pytest.mark.parametrize('bad_step', [1, 3], ids=['after the first micro-batch',
+                                                   'the first micro-batch'])
+def test_a_failed_micro_batch_keeps_the_gradients_summed_before_it(cluster, bad_step):
+    """Torch raises before the failed micro-batch's backward, so the leaves keep the sum
+    of the micro-batches before it; GT's accumulation into them goes back (it had
+    dropped the gradients, and the step took the later micro-batches' alone)."""
+    data = batches(6, bad_step)
+    reference, reference_optimizer, ported, ported_optimizer = models('sgd')
+    want = accumulate(torch, reference, reference_optimizer, data)
+    with connected(cluster.address):
+        ported, ported_optimizer = models('sgd')[2:]
+        got = accumulate(gt, ported, ported_optimizer, data)
+        assert_same_losses(got, want)
+        assert_same_state(reference, ported, reference_optimizer, ported_optimizer)
+
+
 def embedding_models(optimizer: str) -> tuple:
     """An embedding before batch norm (an index out of range fails the running
     statistics too), with an optimizer that makes its state when made (Adagrad) or one
