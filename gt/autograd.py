@@ -335,12 +335,23 @@ def _add_to(collected: dict, tensor: Any, grad: Any) -> None:
 
 
 def _hooked(hooks: list | None, grad: Any) -> Any:
-    """`grad` passed through the tensor's hooks in order; a hook returning None keeps it."""
+    """`grad` passed through the tensor's hooks in order; a hook returning None keeps it.
+    A replacement of another size or dtype is refused, as torch refuses it: the gradient
+    of the wrong shape would otherwise broadcast into the leaves."""
     for hook in hooks or ():
         replaced = hook(grad)
         if replaced is not None:
+            if replaced.shape != grad.shape:
+                raise RuntimeError(f'hook {_name(hook)!r} has changed the size of value')
+            if replaced.dtype != grad.dtype:
+                raise RuntimeError(f'hook {_name(hook)!r} has changed the type of value '
+                                   f'(was {grad.dtype} got {replaced.dtype})')
             grad = replaced
     return grad
+
+
+def _name(hook: Callable) -> str:
+    return getattr(hook, '__name__', type(hook).__name__)
 
 
 def retain_grad(tensor: Any) -> None:

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from gt import autograd, autograd_entry, post_accumulate_hooks, signal, tensor_offsets, views
+from gt import (
+    autograd,
+    autograd_entry,
+    grad_assignment,
+    post_accumulate_hooks,
+    signal,
+    tensor_offsets,
+    views,
+)
 from gt.autograd import grad_mode
 from gt.ir import OPS, TensorType, dtypes
 from gt.ir.dtypes import FLOATING, TORCH_DTYPES, number_operand_dtype, python_number
@@ -90,10 +98,7 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
 
     @grad.setter
     def grad(self, value: 'Tensor | None') -> None:
-        if value is not None and tuple(value.shape) != tuple(self.shape):
-            raise RuntimeError(f'assigned grad has shape {list(value.shape)} but the tensor '
-                               f'has shape {list(self.shape)}')
-        self._grad = value
+        self._grad = value if value is None else grad_assignment.checked(self, value)
 
     def dim(self) -> int:
         return len(self._type.shape)
@@ -111,13 +116,6 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
 
     def is_floating_point(self) -> bool:
         return self._type.dtype in FLOATING
-
-    def type_as(self, other):
-        """This tensor in `other`'s dtype (GT places it: devices are its own)."""
-        if not isinstance(other, (Tensor, torch.Tensor)):
-            raise TypeError(f'type_as(): argument \'other\' (position 1) must be Tensor, '
-                            f'not {type(other).__name__}')
-        return self.to(other.dtype)
 
     def __len__(self) -> int:
         if not self._type.shape:

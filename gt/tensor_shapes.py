@@ -317,16 +317,25 @@ class ShapeMethods:
 
     # ---- dtypes ----------------------------------------------------------------------
     def to(self, *args, **kwargs):
+        """torch's `to`: a dtype, or another tensor's (a torch tensor's too); devices are
+        GT's business (the dispatcher places values). `copy=True` copies, as torch's."""
         dtype = kwargs.get('dtype')
         for arg in args:
-            if isinstance(arg, core.Tensor):
+            if isinstance(arg, (core.Tensor, torch.Tensor)):
                 dtype = arg.dtype
             elif isinstance(arg, (torch.dtype, type)) or (
                     isinstance(arg, str) and arg.removeprefix('torch.') in TORCH_NAMES):
                 dtype = arg  # a string names a dtype, unless it names a device
         if dtype is None or dtype_name(dtype) == self._type.dtype:
-            return self  # devices are GT's business: the dispatcher places values
+            return self.clone() if kwargs.get('copy') else self
         return core.apply('cast', [self], dtype=dtype_name(dtype))
+
+    def type_as(self, other):
+        """This tensor in `other`'s dtype (GT places it: devices are its own)."""
+        if not isinstance(other, (core.Tensor, torch.Tensor)):
+            raise TypeError(f'type_as(): argument \'other\' (position 1) must be Tensor, '
+                            f'not {type(other).__name__}')
+        return self.to(other.dtype)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
         """torch's legacy spelling: with no argument the type's name ('torch.FloatTensor'),

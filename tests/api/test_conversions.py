@@ -53,6 +53,18 @@ def test_to_without_a_dtype_and_copies():
 def test_to_another_tensor_takes_its_dtype():
     ints, tints = pair(np.array([1, 2, 3]))
     assert_same(ints.to(gt.tensor([0.5])), tints.to(torch.tensor([0.5])))
+    assert_same(ints.to(torch.tensor([0.5])), tints.to(torch.tensor([0.5])))  # a host tensor's
+
+
+@pytest.mark.parametrize('arguments', [(), (torch.float32,)], ids=['no dtype', 'its own'])
+def test_to_with_copy_copies(arguments):
+    """A copy, not the tensor itself: an in-place op on it leaves the original alone."""
+    got, want = pair(array((3,)))
+    copied, want_copied = got.to(*arguments, copy=True), want.to(*arguments, copy=True)
+    copied.add_(1)
+    want_copied.add_(1)
+    assert_same(got, want)
+    assert_same(copied, want_copied)
 
 
 def test_bfloat16_round_trip():

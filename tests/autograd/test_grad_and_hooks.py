@@ -103,6 +103,44 @@ def test_hooks_see_and_may_replace_gradients():
         gt.ones(2).register_hook(print)
 
 
+@pytest.mark.parametrize('hook, words', [
+    (lambda g: g.sum(), 'changed the size'),
+    (lambda g: g[0], 'changed the size'),
+    (lambda g: g.double(), 'changed the type'),
+], ids=['a sum', 'a row', 'double'])
+@pytest.mark.parametrize('leaf', [True, False], ids=['leaf', 'non-leaf'])
+def test_a_hook_that_changes_the_gradients_size_or_dtype_is_refused(hook, words, leaf):
+    """As torch refuses it; GT broadcast a summed gradient into the leaf."""
+    for library in (torch, gt):
+        x = library.ones(3, 4, requires_grad=True)
+        hooked = x if leaf else x * 2
+        hooked.register_hook(hook)
+        with pytest.raises(RuntimeError, match=words):
+            (hooked * 2).sum().backward()
+    assert gt.ones(2).sum().item() == 2.0  # the session goes on
+
+
+def test_an_assigned_grad_is_checked_and_a_host_tensor_uploaded():
+    """torch's checks at `p.grad = ...`; a torch tensor (computed on the host) is stored
+    as a GT tensor, which the optimizer's step uses as torch's does."""
+    model, reference = gt.nn.Linear(4, 2), torch.nn.Linear(4, 2)
+    model.load_state_dict(reference.state_dict())
+    for mine, theirs in ((model.weight, reference.weight), (model.bias, reference.bias)):
+        mine.grad = theirs.grad = torch.full(tuple(theirs.shape), 0.5)
+        assert isinstance(mine.grad, gt.Tensor)
+    gt.optim.SGD(model.parameters(), lr=0.1).step()
+    torch.optim.SGD(reference.parameters(), lr=0.1).step()
+    assert torch.equal(model.weight.data, reference.weight.detach())
+    for wrong, error, words in ((gt.ones(2, 4, dtype=gt.float64), RuntimeError, 'dtype'),
+                                (gt.ones(4, 2), RuntimeError, 'size'),
+                                ([1.0], TypeError, 'expected to be a Tensor')):
+        with pytest.raises(error, match=words):
+            model.weight.grad = wrong
+        with pytest.raises(error, match=words):
+            reference.weight.grad = wrong if isinstance(wrong, list) else torch.tensor(
+                wrong.numpy())
+
+
 def test_a_leaf_hook_sees_the_leaf_s_whole_gradient_once():
     """A leaf used twice gets two gradient parts; torch sums them, then calls its hooks
     once, then accumulates into an existing .grad (in backward and in grad())."""
