@@ -5,6 +5,7 @@ reads any `torch.save` file and makes its tensors GT tensors again, dtypes kept.
 
 import copy
 import os
+import weakref
 from typing import IO, Any, Callable
 
 import torch
@@ -56,21 +57,43 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True,
     become GT tensors of the same dtypes (Parameters stay Parameters), sent to the workers
     with the next message. `map_location` is accepted for torch's sake and not needed: the
     file is read onto the CPU and GT places the tensors itself."""
+    loaded = torch.load(f, map_location='cpu', weights_only=weights_only, **torch_load_args)
+    return _walk(loaded, upload, kind=torch.Tensor)
+
+
+# Each loaded torch tensor's GT tensor, while the torch tensor lives: a tensor that
+# appears twice in a file (tied weights, in two modules) loads as one.
+# By id, with a reference that drops the entry (a weak-keyed dict would compare tensors
+# with `==`, elementwise).
+_uploaded: dict[int, tuple[weakref.ref, Tensor]] = {}
+
+
+def upload(value: torch.Tensor) -> Tensor:
+    """A loaded torch tensor as a GT tensor of its dtype (a Parameter stays one)."""
     from gt.creation import tensor as make_tensor
     from gt.nn.parameter import Parameter
 
-    loaded = torch.load(f, map_location='cpu', weights_only=weights_only, **torch_load_args)
-    made: dict[int, Tensor] = {}
+    key = id(value)
+    held = _uploaded.get(key)
+    if held is not None and held[0]() is value:
+        return held[1]
+    if isinstance(value, torch.nn.Parameter):
+        made = Parameter(value.detach(), value.requires_grad)
+    else:
+        made = make_tensor(value.detach(), requires_grad=value.requires_grad)
+    _uploaded[key] = (weakref.ref(value, lambda _: _uploaded.pop(key, None)), made)
+    return made
 
-    def upload(value: torch.Tensor) -> Tensor:
-        if id(value) not in made:
-            if isinstance(value, torch.nn.Parameter):
-                made[id(value)] = Parameter(value.detach(), value.requires_grad)
-            else:
-                made[id(value)] = make_tensor(value.detach(), requires_grad=value.requires_grad)
-        return made[id(value)]
 
-    return _walk(loaded, upload, kind=torch.Tensor)
+def adopt_loaded_tensors(module: Any) -> None:
+    """A GT module unpickled by pickle or torch.load (its tensors were pickled as torch
+    tensors): its parameters and buffers become GT tensors again. It kept torch's, and
+    its forward ran on the host with nothing for autograd or the optimizer."""
+    for registry in ('_parameters', '_buffers'):
+        table = module.__dict__.get(registry) or {}
+        for name, value in table.items():
+            if isinstance(value, torch.Tensor):
+                table[name] = upload(value)
 
 
 def _walk(obj: Any, visit: Callable[[Any], Any], kind: type = Tensor,

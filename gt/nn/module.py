@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import torch
 
-from gt import fallback
+from gt import fallback, serialization
 from gt.autograd import no_grad
 from gt.nn import module_hooks, module_state
 from gt.nn.module_hooks import (
@@ -49,10 +49,12 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         """A module saved whole (`gt.save(model)`) by a GT without some hook registry
-        gets it empty, as torch's `__setstate__` does for its own."""
+        gets it empty, as torch's `__setstate__` does for its own; unpickled, its tensors
+        are GT tensors again."""
         self.__dict__.update(state)
         for registry in module_hooks.REGISTRIES:
             self.__dict__.setdefault(registry, OrderedDict())
+        serialization.adopt_loaded_tensors(self)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'{type(self).__name__} does not define forward()')

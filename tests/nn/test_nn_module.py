@@ -234,6 +234,45 @@ def test_torch_save_and_pickle_write_values_torch_reads_anywhere(tmp_path):
     assert type(value) is torch.Tensor and value.tolist() == [0, 1, 2]
 
 
+class TiedWithBatchNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.second.weight = self.first.weight
+        self.norm = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.norm(self.second(self.first(x)).relu())
+
+
+@pytest.mark.parametrize('route', ['pickle', 'torch.save'])
+def test_a_pickled_module_trains_as_the_original(route):
+    """A GT module pickled whole (pickle, torch.save and torch.load, multiprocessing) comes
+    back with GT tensors, tied weights still one: it kept torch's, and trained on nothing
+    (its output required no grad)."""
+    import io
+    import pickle
+
+    gt.manual_seed(0)
+    model = TiedWithBatchNorm()
+    if route == 'pickle':
+        twin = pickle.loads(pickle.dumps(model))
+    else:
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        buffer.seek(0)
+        twin = torch.load(buffer, weights_only=False)
+    assert type(twin.first.weight) is nn.Parameter and twin.first.weight is twin.second.weight
+    assert isinstance(twin.norm.running_mean, gt.Tensor)
+    x = gt.randn(6, 4)
+    for trained in (model, twin):
+        optimizer = gt.optim.SGD(trained.parameters(), lr=0.1)
+        trained(x).pow(2).sum().backward()
+        optimizer.step()
+    for (name, want), got in zip(model.state_dict().items(), twin.state_dict().values()):
+        assert torch.equal(got, want), name
+
+
 def test_assigning_a_registry_names_the_mistake():
     class Declares(nn.Module):
         def __init__(self, parameters):
