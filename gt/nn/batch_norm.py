@@ -33,8 +33,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: Any = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalize each channel (dim 1) over the other dims. Training uses the batch's
-    statistics and moves the running ones toward them by `momentum` (a number, or a 0-d
-    tensor for a cumulative average); evaluation uses the running ones."""
+    statistics and moves the running ones toward them by `momentum` (a number, or for a
+    cumulative average the 0-d int64 count of batches seen, whose inverse it is, as the
+    module's `momentum=None` passes it); evaluation uses the running ones."""
     if input.ndim < 2:
         raise InvalidOpError(f'batch_norm: expected an input of at least 2 dims (N, C, ...), got '
                          f'shape {list(input.shape)}')
@@ -53,6 +54,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                              f'input size {torch.Size(input.shape)}')
         if _kernel_applies(input, running_mean, running_var, weight, bias, momentum):
             return _torch_kernel(input, running_mean, running_var, weight, bias, momentum, eps)
+        if _is_count(momentum):
+            momentum = 1.0 / momentum.to(input.dtype if running_mean is None
+                                         else running_mean.dtype)
         mean = input.mean(dims)
         # The mean of squared deviations, not `var`: a mean of a sharded batch is partial
         # sums, where var has no sharding rule and gathers the batch.
@@ -124,9 +128,15 @@ def _kernel_applies(input: Tensor, *tensors: Any) -> bool:
     tensor given of the input's dtype (a missing one stands in as below), and a number
     for the momentum."""
     *given, momentum = tensors
-    return (input._client.single_worker and isinstance(momentum, (int, float))
+    return (input._client.single_worker
+            and (isinstance(momentum, (int, float)) or _is_count(momentum))
             and all(t is None or isinstance(t, Tensor) and t.dtype == input.dtype
                     for t in given))
+
+
+def _is_count(momentum: Any) -> bool:
+    """Whether `momentum` is a count of batches (`momentum=None`: 1 / the count)."""
+    return isinstance(momentum, Tensor) and momentum.dtype == torch.int64
 
 
 def _torch_kernel(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -141,8 +151,12 @@ def _torch_kernel(input: Tensor, running_mean: Tensor | None, running_var: Tenso
                      zeros(channels, dtype=input.dtype) if bias is None else bias,
                      zeros(channels, dtype=input.dtype) if running_mean is None else running_mean,
                      ones(channels, dtype=input.dtype) if running_var is None else running_var]
-        output, mean, invstd, new_mean, new_var = emit(
-            'batch_norm_train', input, *stand_ins, momentum=float(momentum), eps=float(eps))
+        if _is_count(momentum):
+            output, mean, invstd, new_mean, new_var = emit(
+                'batch_norm_train_counted', input, *stand_ins, momentum, eps=float(eps))
+        else:
+            output, mean, invstd, new_mean, new_var = emit(
+                'batch_norm_train', input, *stand_ins, momentum=float(momentum), eps=float(eps))
         if running_mean is not None:
             running_mean.copy_(new_mean)
         if running_var is not None:
@@ -225,7 +239,7 @@ class _BatchNorm(_NormBase):
             with no_grad():
                 self.num_batches_tracked += 1
                 if self.momentum is None:  # a cumulative average: 1/batches seen so far
-                    momentum = 1.0 / self.num_batches_tracked.to(self.running_mean.dtype)
+                    momentum = self.num_batches_tracked
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
         return batch_norm(input, self.running_mean if keep else None,

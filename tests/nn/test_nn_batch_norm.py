@@ -163,3 +163,18 @@ def test_training_without_weights_or_running_statistics_is_torchs_kernel(affine,
     exact = len(gt.runtime.client.current().workers) == 1  # else composed (sharded re-run)
     for got, expected in zip(run(gt), run(torch)):
         assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)
+
+
+def test_a_cumulative_average_is_torchs_kernel():
+    """`momentum=None` (what swa_utils.update_bn sets) averages over the batches counted:
+    torch's kernel with 1 / the count, worked out in double as torch's module does. GT's
+    own ops, with the count in float32, rounded otherwise."""
+    def run(library):
+        library.manual_seed(0)
+        layer = library.nn.BatchNorm1d(6, momentum=None)
+        outputs = [layer(library.randn(8, 6)).detach().numpy() for _ in range(3)]
+        return [*outputs, layer.running_mean.numpy(), layer.running_var.numpy(),
+                layer.num_batches_tracked.numpy()]
+    exact = len(gt.runtime.client.current().workers) == 1  # else composed (sharded re-run)
+    for got, expected in zip(run(gt), run(torch)):
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)

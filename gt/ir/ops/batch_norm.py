@@ -2,7 +2,8 @@
 
 `batch_norm_train(x, weight, bias, running_mean, running_var)` is torch's
 `native_batch_norm`: the output, the batch's mean and inverse standard deviation, and the
-running statistics moved toward the batch's (on copies: GT values are immutable).
+running statistics moved toward the batch's (on copies: GT values are immutable);
+`batch_norm_train_counted` takes the module's count of batches for `momentum=None`.
 `batch_normed(x, weight, bias, output, mean, invstd)` is `output`; it exists for its
 gradient rule, which reads the forward's statistics (the tape keeps an op's inputs, not
 its outputs): `batch_norm_backward`, torch's `native_batch_norm_backward`. Its own
@@ -59,6 +60,21 @@ def _train_type(types, momentum, eps):
 def _batch_norm_train(x, weight, bias, running_mean, running_var, momentum, eps):
     mean, var = running_mean.clone(), running_var.clone()
     return (*aten.native_batch_norm(x, weight, bias, mean, var, True, momentum, eps), mean, var)
+
+
+def _counted_type(types, eps):
+    *statistics, batches = types
+    if batches.shape or batches.dtype != 'int64':
+        raise ValueError(f'batch_norm_train_counted: batches must be a 0-d int64 count, '
+                         f'not {batches}')
+    return _train_type(statistics, 0.1, eps)
+
+
+def _batch_norm_train_counted(x, weight, bias, running_mean, running_var, batches, eps):
+    """A cumulative average (`momentum=None`): the momentum is 1 / the batches counted,
+    worked out in double from the count, as torch's module works it out."""
+    return _batch_norm_train(x, weight, bias, running_mean, running_var,
+                             1.0 / float(batches), eps)
 
 
 def _normed_type(types, eps):
@@ -148,6 +164,9 @@ def _batch_norm_backward_grad(gradient, x, weight, mean, invstd, *cotangents, ep
 
 ROWS = [
     OpDef('batch_norm_train', _train_type, _batch_norm_train, numpy_row(_batch_norm_train)),
+    # Reads its count's value, which a compiled region cannot: it runs between them.
+    OpDef('batch_norm_train_counted', _counted_type, _batch_norm_train_counted,
+          numpy_row(_batch_norm_train_counted), traced=False),
     OpDef('batch_normed', _normed_type, lambda x, weight, bias, output, mean, invstd, eps:
           output, lambda x, weight, bias, output, mean, invstd, eps: output,
           grad=_normed_grad),
