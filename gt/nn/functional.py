@@ -183,18 +183,20 @@ def implicit_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias`, with torch's (out_features, in_features) weight. A
-    matrix input in half precision runs torch's fused `addmm`, as torch's does: it
-    rounds once, where a product and a sum round twice (an ulp apart). On a cluster of
-    one worker, a contiguous batch with a bias that takes a gradient is flattened into
-    rows, as torch's is: the bias's gradient then sums the rows of the output's gradient
-    made contiguous (summed as laid out, a transposed gradient's rounded otherwise); the
-    values are the same either way, so without that gradient the two ops are spared."""
-    if bias is not None and input.ndim == 2 and weight.ndim == 2 \
-            and input.dtype in HALF_PRECISION:
-        return call('torch.addmm', (bias, input, weight.t()), {})
-    if (bias is not None and bias.requires_grad and is_grad_enabled() and input.ndim > 2
-            and weight.ndim == 2 and input.numel() and input._client.single_worker
-            and input.is_contiguous()):
+    matrix input with a bias is torch's `addmm`, as torch's linear is: the BLAS adds the
+    bias inside the product and rounds once, where a product and a sum round twice (in
+    float32 from about 200 inputs on, an ulp apart). In half precision by name, on any
+    cluster; else GT's `addmm` row, on a cluster of one worker (several shard a product
+    and a sum). There a contiguous batch with a bias is flattened into rows, as torch's
+    is (the bias's gradient then sums the rows of the output's gradient made contiguous,
+    too)."""
+    if bias is not None and input.ndim == 2 and weight.ndim == 2:
+        if input.dtype in HALF_PRECISION:
+            return call('torch.addmm', (bias, input, weight.t()), {})
+        if input._client.single_worker and bias.ndim == 1 and input.is_floating_point():
+            return emit('addmm', bias, input, weight.transpose(0, 1))
+    if (bias is not None and input.ndim > 2 and weight.ndim == 2 and input.numel()
+            and input._client.single_worker and input.is_contiguous()):
         rows = input.reshape(math.prod(input.shape[:-1]), input.shape[-1])
         return linear(rows, weight, bias).view(*input.shape[:-1], weight.shape[0])
     output = input @ weight.transpose(0, 1) if weight.ndim == 2 else input @ weight

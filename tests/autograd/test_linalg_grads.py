@@ -1,6 +1,7 @@
 """Gradients of 'matmul' against torch: vectors, matrices, batches and broadcast batches;
 a matrix times a batch gets its gradient as torch does, by 'folded_mm' (one mm over every
-row of the batch), bit for bit, and that differentiates again."""
+row of the batch), bit for bit, and that differentiates again. And of 'addmm' (a linear
+layer's product with its bias)."""
 
 import numpy as np
 import pytest
@@ -55,6 +56,14 @@ def test_a_batched_linear_weight_gradient_is_torchs_bits(a, w):
         torch.nn.functional.linear(x, theirs, bias).backward(cotangent)
         return [theirs.grad]
     assert_torchs_bits([mine.grad.data], expected)
+
+
+@pytest.mark.parametrize('bias', [(5,), (3, 5), (1, 5)], ids=str)
+def test_addmm(bias):
+    """'addmm' (a linear layer on one worker): the bias's gradient summed over the rows
+    it was broadcast to, the matrices' torch's mm backward; and again (second order)."""
+    check_vs_torch(lambda b, x, y: op('addmm', b, x, y).tanh(), bias, (3, 4), (4, 5))
+    check_vs_torch(lambda b, x, w: op('addmm', b, x, w.t()), bias, (3, 4), (5, 4))
 
 
 def test_folded_mm_differentiates_again():

@@ -108,3 +108,50 @@ def test_linear_over_a_batch_gives_torchs_gradients_bit_for_bit(dims, transposed
     exact = len(gt.runtime.client.current().workers) == 1
     for got, expected in zip(run(gt), run(torch), strict=True):
         assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize('grad', [True, False], ids=['training', 'no_grad'])
+@pytest.mark.parametrize('shape', [(64, 784), (4, 16, 576), (16, 4, 576)],
+                         ids=['rows', 'a batch', 'a transposed batch'])
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_a_wide_linear_adds_its_bias_inside_the_product_as_torchs(shape, dtype, grad):
+    """torch's linear is one addmm (a contiguous batch flattened into rows): from about
+    200 inputs in float32 (a few in float64) the BLAS's bias added inside the product
+    rounds otherwise than a product and a sum, which GT computed (784 -> 256: every
+    output differed in its last bits)."""
+    def run(library):
+        library.manual_seed(0)
+        kind = getattr(library, dtype)
+        x = library.randn(*shape, dtype=kind)
+        if shape[0] == 16:
+            x = library.randn(shape[1], shape[0], shape[2], dtype=kind).transpose(0, 1)
+        layer = library.nn.Linear(shape[-1], 256, dtype=kind)
+        with library.set_grad_enabled(grad):
+            x.requires_grad_(grad)
+            out = layer(x)
+        if not grad:
+            return [out.numpy()]
+        (out * out).sum().backward()
+        return [t.detach().numpy() for t in (out, x.grad, layer.weight.grad, layer.bias.grad)]
+    exact = len(gt.runtime.client.current().workers) == 1
+    for got, expected in zip(run(gt), run(torch), strict=True):
+        assert (got == expected).all() if exact else np.allclose(got, expected, rtol=1e-4,
+                                                                 atol=1e-4)
+
+
+def test_a_wide_mlp_trains_exactly_as_in_torch():
+    """benchmarks/mlp_step.py's model, with momentum: every step's weights are torch's."""
+    def run(library):
+        library.manual_seed(0)
+        model = library.nn.Sequential(library.nn.Linear(784, 256), library.nn.ReLU(),
+                                      library.nn.Linear(256, 10))
+        optimizer = library.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        for _ in range(4):
+            x, y = library.randn(64, 784), library.randint(0, 10, (64,))
+            library.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        return [value.numpy() for value in model.state_dict().values()]
+    exact = len(gt.runtime.client.current().workers) == 1
+    for got, expected in zip(run(gt), run(torch), strict=True):
+        assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)

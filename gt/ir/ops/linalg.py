@@ -1,5 +1,6 @@
-"""Matrix products, with torch.matmul's 1-D, 2-D and batched (broadcast) cases, and
-`folded_mm`, the product torch's matmul backward computes for a matrix operand.
+"""Matrix products, with torch.matmul's 1-D, 2-D and batched (broadcast) cases,
+`folded_mm`, the product torch's matmul backward computes for a matrix operand, and
+`addmm`, a product with a bias added inside it (torch's linear).
 
 Unlike elementwise ops, torch.matmul does not promote: both operands must share a dtype.
 """
@@ -191,6 +192,28 @@ def _batched_layout(x):
     return x.reshape(rows, *x.shape[-2:]).view(x.shape)
 
 
+def _addmm_type(types):
+    bias, a, b = types
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ValueError(f'addmm: expected 2-D matrices, got shapes {list(a.shape)} and '
+                         f'{list(b.shape)}')
+    (product,) = _matmul_type([a, b])
+    if bias.dtype != a.dtype:
+        raise InvalidOpError(f'addmm: expected the bias in {a.dtype}, got {bias.dtype}')
+    if broadcast_shapes('addmm', bias.shape, product.shape) != product.shape:
+        raise ValueError(f'addmm: a bias of shape {list(bias.shape)} does not broadcast to '
+                         f'the product\'s {list(product.shape)}')
+    return (product,)
+
+
+def _addmm_grad(emit, inputs, grads):
+    """The bias's gradient is the output's (summed over the rows it was broadcast to, as
+    torch's engine sums it); the matrices' torch's mm backward."""
+    bias, a, b = inputs
+    (g,) = grads
+    return [g if wanted(bias) else None, *_mm_grad(emit, a, b, g)]
+
+
 def _folded_mm_grad(emit, inputs, grads):
     (a, b), (g,) = inputs, grads
     return [emit('matmul', b, emit('transpose', g, dim0=0, dim1=1)) if wanted(a) else None,
@@ -205,6 +228,10 @@ ROWS = [
           grad=functools.partial(_matmul_grad, folded=True), shard=sharding.matmul),
     OpDef('folded_mm', _folded_mm_type, _folded_mm, _np_folded_mm, grad=_folded_mm_grad,
           shard=sharding.folded_mm),
+    # `bias + a @ b` as torch's linear computes it (one rounding: the BLAS adds the bias
+    # inside the product), for a cluster of one worker (gt.nn.functional.linear).
+    OpDef('addmm', _addmm_type, torch.addmm, lambda bias, a, b: np.asarray(bias + a @ b),
+          grad=_addmm_grad),
     OpDef('batched_layout', _batched_layout_type, _batched_layout, lambda x: x,
           grad=passed_through, shard=sharding.pointwise('all')),
 ]
