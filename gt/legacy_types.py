@@ -7,6 +7,7 @@ shape gives zeros where torch leaves the memory uninitialized: GT has no uniniti
 values, and such tensors are filled before they are read anyway.
 """
 
+import collections.abc
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,9 @@ def construct(dtype: str, args: tuple, placement: dict) -> Tensor:
             raise TypeError(f'expected {LEGACY_TYPES[dtype]} (got {data.type()}): a legacy '
                             'constructor does not cast; use .to(dtype)')
         return data.detach() if isinstance(data, Tensor) else tensor(data)
-    if not isinstance(data, (list, tuple, np.ndarray)):
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        data = list(data)  # `torch.LongTensor(range(140))`, as pygcn indexes its split
+    elif not isinstance(data, np.ndarray):
         raise TypeError(f'new(): data must be a sequence (got {type(data).__name__})')
     return tensor(data, dtype=torch_dtype)
 

@@ -17,6 +17,7 @@ DATA_FORMS = [
     ('CharTensor', ([-3],)), ('BFloat16Tensor', ([1.5],)),
     ('Tensor', ([1, 2],)), ('Tensor', ((2, 3),)), ('Tensor', (np.arange(6.).reshape(2, 3),)),
     ('FloatTensor', (np.array([1, 2], dtype=np.int64),)),
+    ('LongTensor', (range(4),)), ('FloatTensor', (range(1, 7, 2),)),  # pygcn's split
 ]
 
 
