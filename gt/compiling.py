@@ -12,11 +12,12 @@ arguments are checked as torch checks them (`mode=` and `options=` are left to G
 GT_COMPILE, GT_AUTO_COMPILE or GT_COMPILE_BACKEND the environment sets wins.
 """
 
+import warnings
 from typing import Any, Callable
 
 from gt.nn.module import Module
 from gt.runtime import client as connection
-from gt.runtime.compile_settings import check_backend
+from gt.runtime.compile_settings import BACKENDS, check_backend
 
 MODES = ('default', 'reduce-overhead', 'max-autotune-no-cudagraphs', 'max-autotune')
 
@@ -41,14 +42,35 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
                            'specified at the same time.')
     if mode is not None and mode not in MODES:
         _check_mode(mode)
-    if backend is not None:
-        check_backend(backend, 'gt.compile: backend')
+    backend = _backend(backend)
     if disable:
         return _returning_itself if model is None else model
     connection.current().wish_compiled(backend)
     if model is None:
         return _returning_itself
     return OptimizedModule(model) if isinstance(model, Module) else model
+
+
+class InvalidBackend(RuntimeError):
+    """torch's error class for a backend name it does not know (a RuntimeError)."""
+
+
+def _backend(backend: Any) -> str | None:
+    """The backend name GT compiles with, or None for the server's. A callable (a custom
+    backend of torch's) cannot run on the workers, which compile GT's programs, not the
+    script's frames: warned of, and the server's is used, as a model still compiles."""
+    if backend is None or isinstance(backend, str) and backend in BACKENDS:
+        return backend
+    if callable(backend):
+        warnings.warn(f'gt.compile: a callable backend ({getattr(backend, "__name__", backend)})'
+                      f' cannot run on GT\'s workers; compiling with the server\'s backend '
+                      f'(one of {", ".join(BACKENDS)} may be named)', stacklevel=3)
+        return None
+    try:
+        check_backend(backend, 'gt.compile: backend')
+    except ValueError as error:
+        raise InvalidBackend(str(error)) from None
+    return backend
 
 
 class OptimizedModule(Module):

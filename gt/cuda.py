@@ -18,6 +18,10 @@ GPU.
 
 from gt import amp as amp  # torch.cuda.amp's spelling
 
+# `except torch.cuda.OutOfMemoryError:` (skip the batch) catches GT's, which a worker's
+# failed allocation or the session's memory limit raises.
+from gt.runtime.session_errors import OutOfMemoryError as OutOfMemoryError
+
 
 def is_available() -> bool:
     return False

@@ -57,7 +57,12 @@ class ShapeMethods:
             from gt import fallback
             return fallback.call('Tensor.view', (self, shape[0]), {})
         result = core.apply('reshape', [self], shape=_sizes(shape))
-        return views.mark(result, self, views.reshape_step(list(result._type.shape)))
+        size = list(result._type.shape)
+        if not views.reshape_aliases(self, size):
+            raise RuntimeError("view size is not compatible with input tensor's size and "
+                               'stride (at least one dimension spans across two contiguous '
+                               'subspaces). Use .reshape(...) instead.')
+        return views.mark(result, self, views.reshape_step(size))
 
     def transpose(self, dim0: int | None = None, dim1: int | None = None):
         """Swap two dims; with none named, a 2-D tensor's two (as the seeds' API has it)."""

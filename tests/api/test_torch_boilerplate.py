@@ -84,6 +84,19 @@ def test_cuda_memory_calls_answer_as_torch_without_cuda():
         gt.cuda.current_device()
 
 
+def test_a_ported_out_of_memory_clause_catches_gts():
+    """`except torch.cuda.OutOfMemoryError:` (skip the batch) is evaluated when anything
+    raises: gt.cuda names GT's error (it raised an AttributeError, hiding the error), and
+    the session trains on."""
+    caught = None
+    try:
+        gt.zeros(2 ** 42).sum().item()
+    except gt.cuda.OutOfMemoryError as error:
+        caught = error
+    assert isinstance(caught, gt.OutOfMemoryError)
+    assert gt.ones(2).sum().item() == 2.0
+
+
 def test_cuda_synchronize_returns_once_the_work_sent_has_finished():
     """Ported timing code calls torch.cuda.synchronize() before it reads the clock. Each
     worker runs its programs one after another, so the time they took there (from their

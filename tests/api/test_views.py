@@ -226,6 +226,22 @@ def test_layout_as_torch(make):
     assert mine.storage_offset() == theirs.storage_offset()
 
 
+@pytest.mark.parametrize('make, viewable', [
+    (lambda x: x.t().view(-1), False), (lambda x: x[:, :2].view(4), False),
+    (lambda x: x.t().view(3, 2), True), (lambda x: x[:, :2].view(2, 1, 2), True),
+    (lambda x: x.t().contiguous().view(-1), True)],
+    ids=['t flat', 'columns flat', 't', 'columns', 'contiguous'])
+def test_view_of_a_view_its_strides_cannot_give_is_refused_as_in_torch(make, viewable):
+    """GT gave a copy that writes went back through; torch raises (use reshape)."""
+    for lib in (torch, gt):
+        x = lib.arange(6.).view(2, 3)
+        if viewable:
+            assert make(x).tolist() == make(torch.arange(6.).view(2, 3)).tolist()
+        else:
+            with pytest.raises(RuntimeError, match='view size is not compatible'):
+                make(x)
+
+
 @pytest.mark.parametrize('write', [
     lambda e: e.add_(1.0), lambda e: e.mul_(2.0), lambda e: e.copy_(e * 0 + 1)],
     ids=['add_', 'mul_', 'copy_'])

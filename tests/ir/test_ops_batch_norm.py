@@ -39,6 +39,16 @@ def test_batch_norm_train_is_torchs_kernel(shape, dtype):
              trained(x, *tensors))
 
 
+@pytest.mark.parametrize('batches', [1, 3, 7])
+def test_batch_norm_train_counted_moves_by_one_over_the_count(batches):
+    """'batch_norm_train_counted' (momentum=None): the kernel with 1 / the count, as
+    torch's module works it out in double."""
+    x = tensor((6, 3), f32) * 3 + 1
+    tensors = channels((6, 3), f32)
+    check_op('batch_norm_train_counted', [x, *tensors, torch.tensor(batches)], {'eps': 1e-4},
+             trained(x, *tensors, momentum=1.0 / batches))
+
+
 @pytest.mark.parametrize('shape', SHAPES, ids=str)
 def test_batch_normed_is_the_output(shape):
     x = tensor(shape, f32)

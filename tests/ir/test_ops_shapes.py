@@ -116,6 +116,16 @@ def test_folded_mm_is_one_mm_over_every_leading_position(a, b, dtype):
              torch.mm(x.flatten(0, -2).t(), y.flatten(0, -2)))
 
 
+@pytest.mark.parametrize('dtype', [f32, torch.float64], ids=str)
+@pytest.mark.parametrize('bias, a, b', [((5,), (64, 784), (784, 5)), ((1, 5), (3, 4), (4, 5)),
+                                        ((3, 5), (3, 4), (4, 5)), ((5,), (0, 4), (4, 5))],
+                         ids=str)
+def test_addmm_adds_the_bias_inside_the_product_as_torch(bias, a, b, dtype):
+    """'addmm' is torch.addmm: one rounding, where a product and a sum take two."""
+    c, x, y = (tensor(shape, dtype, low=-3, high=4) for shape in (bias, a, b))
+    check_op('addmm', [c, x, y], {}, torch.addmm(c, x, y), numpy=False)
+
+
 @pytest.mark.parametrize('a, b', [((3, 7, 16), (16, 5)), ((2, 3, 4), (4,)), ((5, 4), (2, 4, 3)),
                                   ((4,), (2, 4, 3)), ((0, 2, 3), (3, 2))])
 @pytest.mark.parametrize('transposed', [False, True])

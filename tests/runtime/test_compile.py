@@ -116,6 +116,8 @@ def test_gt_compile_turns_compiling_on_for_the_session(cluster, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with connected(cluster.address):
         model = nn.Linear(2, 2)
+        with pytest.warns(UserWarning, match="callable backend .* the server's backend"):
+            assert gt.compile(model, backend=lambda gm, inputs: gm)._orig_mod is model
         compiled = gt.compile(model, backend='eager', mode='max-autotune')
         assert compiled._orig_mod is model and compiled.weight is model.weight
         assert list(compiled.state_dict()) == ['_orig_mod.weight', '_orig_mod.bias']
@@ -124,8 +126,8 @@ def test_gt_compile_turns_compiling_on_for_the_session(cluster, monkeypatch):
         def step():
             pass
         assert gt.compile(backend='eager')(step) is step  # as a decorator
-        with pytest.raises(ValueError, match="backend='tvm' is not a backend GT compiles"):
-            gt.compile(model, backend='tvm')
+        with pytest.raises(RuntimeError, match="backend='tvm' is not a backend GT compiles"):
+            gt.compile(model, backend='tvm')  # torch's InvalidBackend is a RuntimeError
         losses, _ = train_until_compiled()
         assert total('compile_failures') == 0
     torch.testing.assert_close(losses, torch_losses(len(losses)), rtol=1e-5, atol=1e-6)
