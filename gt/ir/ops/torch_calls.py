@@ -337,8 +337,9 @@ def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
 def numpy_row(torch_row):
     """A numpy row that runs the torch row on the arrays (through torch, zero-copy)."""
     def run(*arrays, **attrs):
-        tensors = [torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
-                   else a for a in arrays]
+        # reshape: ascontiguousarray makes a 0-d number 1-d, which torch would promote by
+        tensors = [torch.from_numpy(np.ascontiguousarray(a).reshape(a.shape))
+                   if isinstance(a, np.ndarray) else a for a in arrays]
         result = torch_row(*tensors, **attrs)
         if isinstance(result, torch.Tensor):
             return result.numpy()
