@@ -10,6 +10,7 @@ from gt.optim.optimizer import (
     Numbers,
     Optimizer,
     add_product,
+    add_quotient,
     add_scaled,
     check_hyperparameters,
     gradients,
@@ -51,4 +52,4 @@ class Adagrad(Optimizer):
             clr = lr / (1 + (state['step'] - 1) * lr_decay)
             total = keep(state, 'sum', add_product(state['sum'], grad, grad, 1))
             deviation = total.sqrt() + numbers('eps', eps, param)
-            param += numbers('-clr', -clr, param) * grad / deviation
+            param._assign(add_quotient(param, grad, deviation, numbers('-clr', -clr, param)))

@@ -8,6 +8,7 @@ from gt.optim.failed_steps import keep
 from gt.optim.optimizer import (
     Numbers,
     Optimizer,
+    add_quotient,
     add_scaled,
     check_betas,
     check_hyperparameters,
@@ -46,5 +47,4 @@ class Adamax(Optimizer):
             exp_inf = keep(state, 'exp_inf', (state['exp_inf'] * numbers('beta2', beta2, param)
                                               ).maximum(grad.abs() + numbers('eps', eps, param)))
             clr = lr / (1 - beta1 ** state['step'])
-            # param.addcdiv_(exp_avg, exp_inf, value=-clr)
-            param += numbers('-clr', -clr, param) * exp_avg / exp_inf
+            param._assign(add_quotient(param, exp_avg, exp_inf, numbers('-clr', -clr, param)))

@@ -14,6 +14,7 @@ from gt.optim.optimizer import (
     Numbers,
     Optimizer,
     add_product,
+    add_quotient,
     add_scaled,
     check_betas,
     check_hyperparameters,
@@ -73,8 +74,9 @@ class NAdam(Optimizer):
                 state['exp_avg_sq'] * numbers('beta2', beta2, param), grad, grad, 1 - beta2))
             denominator = ((exp_avg_sq / numbers('bias correction 2', bias_correction2, param))
                            .sqrt() + numbers('eps', eps, param))
-            # param.addcdiv_(t, denominator, value=v) computes param + v * t / denominator.
             gradient_size = -lr * (1.0 - mu) / (1.0 - mu_product)
-            param += numbers('gradient step', gradient_size, param) * grad / denominator
+            param._assign(add_quotient(param, grad, denominator,
+                                       numbers('gradient step', gradient_size, param)))
             momentum_size = (-lr * mu_next) / (1.0 - mu_product_next)
-            param += numbers('momentum step', momentum_size, param) * exp_avg / denominator
+            param._assign(add_quotient(param, exp_avg, denominator,
+                                       numbers('momentum step', momentum_size, param)))

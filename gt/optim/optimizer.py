@@ -329,6 +329,12 @@ def add_product(x: Tensor, a: Tensor, b: Tensor, value: float) -> Tensor:
     return apply('addcmul', [x, a, b], value=value)
 
 
+def add_quotient(x: Tensor, a: Tensor, b: Tensor, value: Tensor) -> Tensor:
+    """torch's `x.addcdiv(a, b, value=value)`, one rounding (separate ops round each step,
+    which half and bfloat16 show), the value a 0-d operand (a literal)."""
+    return apply('addcdiv', [x, a, b, value])
+
+
 def gradients(group: dict) -> Iterator[tuple[Tensor, Tensor]]:
     """The group's parameters that have a gradient, with it (negated to maximize)."""
     for param in group['params']:

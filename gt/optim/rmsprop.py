@@ -9,6 +9,7 @@ from gt.optim.optimizer import (
     Numbers,
     Optimizer,
     add_product,
+    add_quotient,
     add_scaled,
     check_hyperparameters,
     gradients,
@@ -56,9 +57,9 @@ class RMSprop(Optimizer):
                 average = square_avg.sqrt()
             average = average + numbers('eps', eps, param)
             if momentum > 0:
-                buffer = keep(state, 'momentum_buffer', (
-                    state['momentum_buffer'] * numbers('momentum', momentum, param)
-                    + grad / average))
+                buffer = keep(state, 'momentum_buffer', add_quotient(
+                    state['momentum_buffer'] * numbers('momentum', momentum, param), grad,
+                    average, numbers('one', 1.0, param)))
                 param._assign(add_scaled(param, buffer, numbers('-lr', -lr, param)))
             else:
-                param += numbers('-lr', -lr, param) * grad / average
+                param._assign(add_quotient(param, grad, average, numbers('-lr', -lr, param)))

@@ -165,7 +165,8 @@ def test_gelu_backward_differentiates_again(approximate):
 
 
 def test_fused_multiply_adds_differentiate_as_torchs():
-    """'addcmul' and 'lerp' (the optimizers' fused updates), broadcasting included."""
+    """'addcmul', 'addcdiv' and 'lerp' (the optimizers' fused updates), broadcasting
+    included."""
     from gt.tensor import Tensor, apply
 
     def addcmul(x, a, b):
@@ -178,7 +179,13 @@ def test_fused_multiply_adds_differentiate_as_torchs():
             return apply('lerp', [start, end, weight])
         return torch.lerp(start, end, weight)
 
+    def addcdiv(x, a, b, value):
+        if isinstance(x, Tensor):
+            return apply('addcdiv', [x, a, b, value])
+        return x + value * a / b  # torch's addcdiv takes its value as a number only
+
     check_vs_torch(addcmul, (3, 4), (4,), (3, 1))
+    check_vs_torch(addcdiv, (3, 4), (4,), (3, 1), ())
     check_vs_torch(lerp, (3, 4), (3, 4), ())
     check_vs_torch(lerp, (3, 4), (1, 4), (3, 4))
 

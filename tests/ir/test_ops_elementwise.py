@@ -5,6 +5,8 @@ import pytest
 import torch
 from op_check import check_op, tensor
 
+from gt.ir.ops.fused import addcdiv_composed
+
 f32, f64, f16, bf16 = torch.float32, torch.float64, torch.float16, torch.bfloat16
 i64, i32, u8, b8 = torch.int64, torch.int32, torch.uint8, torch.bool
 
@@ -166,15 +168,35 @@ def test_lerp_is_torchs_kernel(dtype, shapes):
     check_op('lerp', [start, end, weight], {}, torch.lerp(start, end, weight))
 
 
+@pytest.mark.parametrize('shapes', FUSED_SHAPES, ids=str)
+@pytest.mark.parametrize('dtype', [f32, f64, f16, bf16], ids=str)
+def test_addcdiv_is_torchs_kernel(dtype, shapes):
+    """`x.addcdiv(a, b, value=number)`, the number a 0-d operand of its literal's dtype."""
+    x, a = tensor(shapes[0], dtype), tensor(shapes[1], dtype)
+    b = tensor(shapes[2], dtype).abs() + 0.5
+    for number in (1.0, -0.01, 0.7071):
+        value = torch.tensor(number, dtype=f64 if dtype == f64 else f32)
+        check_op('addcdiv', [x, a, b, value], {}, x.addcdiv(a, b, value=number))
+
+
+# Past the last full vector of torch's half kernels: (37,) and (5, 3) end in its scalar loop.
+HALF_SHAPES = [(64,), (37,), (5, 3), (2055,)]
+
+
+@pytest.mark.parametrize('shape', HALF_SHAPES, ids=str)
 @pytest.mark.parametrize('dtype', [f16, bf16], ids=str)
-def test_fused_rows_take_a_float32_number_beside_half_tensors(dtype):
-    """What torch's half optimizer steps compute from a Python number: `add_(g, alpha)`
-    and `lerp(end, weight)`, to the bit; the number arrives as a float32 literal."""
-    x, y = tensor((64,), dtype), tensor((64,), dtype)
-    for number in (-0.1, -0.0123, 3e-3):
+def test_fused_rows_take_a_float32_number_beside_half_tensors(dtype, shape):
+    """What torch's half optimizer steps compute from a Python number: `add_(g, alpha)`,
+    `lerp(end, weight)` and `addcdiv(a, b, value)`, to the bit, in the vectorized body
+    and the scalar tail alike; the number arrives as a float32 literal."""
+    x, y, z = tensor(shape, dtype), tensor(shape, dtype), tensor(shape, dtype).abs() + 0.5
+    for number in (-0.1, -0.0123, 3e-3, 0.9):
         scale = torch.tensor(number)
         check_op('addcmul', [x, y, scale], {'value': 1}, x.add(y, alpha=number))
         check_op('lerp', [x, y, scale], {}, torch.lerp(x, y, number))
+        check_op('addcdiv', [x, y, z, scale], {}, x.addcdiv(y, z, value=number))
+        # The path for devices where `.item()` would wait: the same bits.
+        assert torch.equal(addcdiv_composed(x, y, z, scale), x.addcdiv(y, z, value=number))
 
 
 @pytest.mark.parametrize('decimals', [1, 2, -1])

@@ -21,25 +21,31 @@ VARIANTS = [
 
 
 def number(value: float, dtype: torch.dtype) -> torch.Tensor:
-    """A Python number as gt.optim passes it: a 0-d tensor of the parameter's dtype."""
+    """A Python number as gt.optim passes it: a 0-d tensor of the parameter's dtype, or
+    float32 beside half and bfloat16 parameters."""
+    if dtype in (torch.float16, torch.bfloat16):
+        dtype = torch.float32
     return torch.tensor(value, dtype=torch.float64).to(dtype)
 
 
-@pytest.mark.parametrize('dtype', [torch.float32, torch.float64], ids=str)
+# (4, 5) lies in the scalar loop of torch's half kernels, (8, 16) in their vector body.
+@pytest.mark.parametrize('shape', [(4, 5), (8, 16)], ids=str)
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64, torch.float16,
+                                   torch.bfloat16], ids=str)
 @pytest.mark.parametrize('variant', VARIANTS, ids=lambda v: f'{v[0]}-{v[2]}-'
                          f'{"amsgrad" if v[1].get("amsgrad") else "plain"}')
-def test_adam_step_is_torchs_single_tensor_update(variant, dtype):
+def test_adam_step_is_torchs_single_tensor_update(variant, dtype, shape):
     name, options, decay = variant
     lr, eps = 3e-3, 1e-8
     beta1, beta2 = options.get('betas', (0.9, 0.999))
     amsgrad = options.get('amsgrad', False)
     weight_decay = options.get('weight_decay', 0.0)
-    param = torch.nn.Parameter(tensor((4, 5), dtype))
+    param = torch.nn.Parameter(tensor(shape, dtype))
     optimizer = getattr(torch.optim, name)([param], lr=lr, eps=eps, foreach=False, **options)
     mine = param.detach().clone()
     moments = [torch.zeros_like(mine) for _ in range(3 if amsgrad else 2)]
     for step in range(1, 4):
-        grad = tensor((4, 5), dtype)
+        grad = tensor(shape, dtype)
         operands = [mine, grad, *moments]
         if decay == 'decoupled':
             operands.append(number(1 - lr * weight_decay, dtype))

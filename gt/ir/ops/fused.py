@@ -1,9 +1,9 @@
 """Pointwise ops that torch computes with one rounding where separate ops take two:
-`addcmul` (`x + value * a * b`) and `lerp` (`start + weight * (end - start)`), whose
-kernels use fused multiply-adds. torch's optimizers update with them (`add_(g, alpha=-lr)`
-is `addcmul(p, g, -lr)` to the bit), so GT's optimizers do too, and train as torch does
-bit for bit. A scalar that changes from step to step (a learning rate) is a 0-d tensor
-operand, not an attribute, so the step's program stays the same.
+`addcmul` (`x + value * a * b`), `addcdiv` (`x + value * a / b`) and `lerp`
+(`start + weight * (end - start)`). torch's optimizers update with them (`add_(g,
+alpha=-lr)` is `addcmul(p, g, -lr)` to the bit), so GT's optimizers do too, and train as
+torch does bit for bit. A scalar that changes from step to step (a learning rate) is a 0-d
+tensor operand, not an attribute, so the step's program stays the same.
 """
 
 import numpy as np
@@ -38,9 +38,32 @@ def _addcmul_type(types, value):
 
 
 def torch_addcmul(x, a, b, value):
-    """A float32 number beside half tensors is rounded to their dtype first, as torch's
-    half `add_(g, alpha=-lr)` rounds its alpha (then computes in float32, rounding once)."""
+    """A float32 number `b` beside half tensors is torch's half `x.add(a, alpha=b)`. On CPU
+    that is torch's kernel itself, from the number: its vectorized body rounds alpha to the
+    tensors' dtype but its scalar loop over the last elements (past the last full vector)
+    keeps it in float32, so no one formula fits every element. Elsewhere (`.item()` of a
+    CUDA tensor would wait for the device) the number is rounded to the tensors' dtype, as
+    the vectorized body does, and the rest computed in float32, rounding once."""
+    if b.dtype != x.dtype and b.dim() == 0 and x.device.type == 'cpu':
+        return torch.add(x, a, alpha=b.item() * value)
     return torch.addcmul(x, a, b.to(x.dtype), value=value)
+
+
+def torch_addcdiv(x, a, b, value):
+    """torch's `x.addcdiv(a, b, value=number)`, the number a 0-d `value`: on CPU torch's
+    kernel from the number; elsewhere (no `.item()`, which would wait for a CUDA device)
+    `addcdiv_composed`, the same bits."""
+    if x.device.type == 'cpu':
+        return torch.addcdiv(x, a, b, value=value.item())
+    return addcdiv_composed(x, a, b, value)
+
+
+def addcdiv_composed(x, a, b, value):
+    """`x + value * a / b` computed in the number's dtype (float32 beside half tensors, as
+    torch's half kernels compute) and rounded once: torch's CPU addcdiv to the bit."""
+    dtype = x.dtype
+    x, a, b = (t.to(value.dtype) for t in (x, a, b))
+    return torch.add(x, torch.div(torch.mul(value, a), b)).to(dtype)
 
 
 def torch_lerp(start, end, weight):
@@ -64,6 +87,21 @@ def _addcmul_grad(emit, inputs, grads, value):
             emit('mul', scaled, a) if wanted(b) else None]
 
 
+def _np_addcdiv(x, a, b, value):
+    return np.asarray(x + value * a / b).astype(x.dtype)
+
+
+def _addcdiv_grad(emit, inputs, grads):
+    x, a, b, value = inputs
+    (g,) = grads
+    scaled = emit('mul', g, value)
+    return [g if wanted(x) else None,
+            emit('div', scaled, b) if wanted(a) else None,
+            emit('mul', emit('neg', scaled), emit('div', emit('div', a, b), b))
+            if wanted(b) else None,
+            emit('div', emit('mul', g, a), b) if wanted(value) else None]
+
+
 def _np_lerp(start, end, weight):
     return np.asarray(start + weight * (end - start)).astype(start.dtype)
 
@@ -79,6 +117,8 @@ def _lerp_grad(emit, inputs, grads):
 ROWS = [
     OpDef('addcmul', _addcmul_type, torch_addcmul, _np_addcmul,
           grad=_addcmul_grad, shard=pointwise()),
+    OpDef('addcdiv', _fused_type('addcdiv'), torch_addcdiv, _np_addcdiv,
+          grad=_addcdiv_grad, shard=pointwise()),
     OpDef('lerp', _fused_type('lerp'), torch_lerp, _np_lerp,
           grad=_lerp_grad, shard=pointwise()),
 ]

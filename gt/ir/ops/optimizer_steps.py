@@ -3,7 +3,7 @@
 It runs the torch kernels that GT's ops ran one node each, in the same order on the same
 operands (torch's single-tensor Adam: the weight decay, `lerp` of the first moment,
 `mul` and `addcmul` of the second, the maximum for AMSGrad, `sqrt`, `div`, `add`, and
-the parameter's `mul`, `div`, `add`), so the bits are the same as before and torch's. As
+the parameter's `addcdiv`), so the bits are the same as before and torch's. As
 ten nodes a parameter, an LSTM model's step with AdamW (7 parameters) was 148 nodes for
 the client to record, the dispatcher to plan and the worker to run; it is 85.
 
@@ -18,7 +18,7 @@ maximum (`amsgrad`).
 
 import torch
 
-from gt.ir.ops.fused import torch_addcmul, torch_lerp
+from gt.ir.ops.fused import torch_addcdiv, torch_addcmul, torch_lerp
 from gt.ir.ops.opdef import OpDef
 from gt.ir.ops.torch_calls import numpy_row
 from gt.ir.sharding import pointwise
@@ -71,7 +71,7 @@ def _adam_step(*tensors, amsgrad, decay, one_minus_beta2):
     exp_avg_sq = torch_addcmul(torch.mul(exp_avg_sq, beta2), grad, grad, one_minus_beta2)
     largest = torch.maximum(maximum[0], exp_avg_sq) if amsgrad else exp_avg_sq
     denominator = torch.add(torch.div(torch.sqrt(largest), correction), eps)
-    param = torch.add(param, torch.div(torch.mul(negative_step, exp_avg), denominator))
+    param = torch_addcdiv(param, exp_avg, denominator, negative_step)
     return (param, exp_avg, exp_avg_sq, largest) if amsgrad else (param, exp_avg, exp_avg_sq)
 
 
