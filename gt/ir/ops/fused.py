@@ -50,10 +50,11 @@ def torch_addcmul(x, a, b, value):
 
 
 def torch_addcdiv(x, a, b, value):
-    """torch's `x.addcdiv(a, b, value=number)`, the number a 0-d `value`: on CPU torch's
-    kernel from the number; elsewhere (no `.item()`, which would wait for a CUDA device)
-    `addcdiv_composed`, the same bits."""
-    if x.device.type == 'cpu':
+    """torch's `x.addcdiv(a, b, value=number)`, the number a 0-d `value`: beside half
+    tensors on CPU torch's kernel from the number; elsewhere (no `.item()`, which would
+    wait for a CUDA device, and which a compiled region cannot trace) `addcdiv_composed`,
+    the same bits."""
+    if value.dtype != x.dtype and x.device.type == 'cpu':
         return torch.addcdiv(x, a, b, value=value.item())
     return addcdiv_composed(x, a, b, value)
 
