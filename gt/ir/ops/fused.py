@@ -54,7 +54,7 @@ def torch_addcdiv(x, a, b, value):
     tensors on CPU torch's kernel from the number; elsewhere (no `.item()`, which would
     wait for a CUDA device, and which a compiled region cannot trace) `addcdiv_composed`,
     the same bits."""
-    if value.dtype != x.dtype and x.device.type == 'cpu':
+    if value.dtype != x.dtype and x.device.type == 'cpu' and not torch.compiler.is_compiling():
         return torch.addcdiv(x, a, b, value=value.item())
     return addcdiv_composed(x, a, b, value)
 
