@@ -13,6 +13,7 @@ the failing op; GT's error reaches the script at its next fetch).
 from collections import OrderedDict
 from typing import Any, Callable
 
+from gt.ir.placement import Replicate
 from gt.runtime.session_errors import REVERTED
 
 WATCHED_KEPT = 8192  # values whose going back the client undoes more of (`watch`)
@@ -110,13 +111,20 @@ def malformed(releases: Any, pairs: Any) -> str | None:
 
 def by_worker(held: dict, pairs: list[int]) -> dict[int, list[int]]:
     """On the dispatcher: the pairs each worker applies, where both values are held
-    alike (`held`: the session's `value id -> (shape, dtype, placement)`). A worker that
-    holds `new` but not `old`, or other pieces of it, would go back alone."""
+    alike (`held`: the session's `value id -> (shape, dtype, placement)`), or `new` is
+    whole on some of the workers `old` is whole on (a data-parallel weight's update,
+    made on its home worker, from a weight copied to every worker since): those go
+    back. A worker that holds `new` but not `old`, or other pieces of it, would go back
+    alone. (The update's pair was dropped, so a worker lost mid-step left the weight
+    failed for good.)"""
     workers: dict[int, list[int]] = {}
     for index in range(0, len(pairs), 2):
         new, old = pairs[index], pairs[index + 1]
-        now = held.get(new)
-        if now is not None and now == held.get(old):
+        now, then = held.get(new), held.get(old)
+        if now is None or then is None or now[:2] != then[:2]:
+            continue
+        if now[2] == then[2] or (type(now[2]) is Replicate and type(then[2]) is Replicate
+                                 and set(now[2].workers) <= set(then[2].workers)):
             for worker in now[2].workers:
                 workers.setdefault(worker, []).extend((new, old))
     return workers

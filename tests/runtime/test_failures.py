@@ -16,6 +16,7 @@ import traceback
 import msgpack
 import numpy as np
 import pytest
+import torch
 from gt_test_support import (
     connected,
     finish_script,
@@ -611,3 +612,58 @@ def test_a_whole_copy_on_a_live_worker_outlives_the_loss_of_another(start_cluste
         step.backward()
         optimizer.step()
         assert model.weight.grad is not None and len(model.weight.tolist()[0]) == 8
+
+
+@pytest.mark.time_limit(90)
+@pytest.mark.usefixtures('fresh_configs')
+@pytest.mark.parametrize('optimizer', ['sgd with momentum', 'adam'])
+def test_a_data_parallel_loop_trains_on_after_losing_a_worker_mid_step(start_cluster,
+                                                                        optimizer):
+    """A worker lost while a step's all_reduce waits for it fails that step, which goes
+    back as a step torch raised in. The weight's update is made on its home worker from
+    a weight copied to both: its pair was dropped (they are not held alike), so with
+    momentum every later step and every read of the weight raised the lost move."""
+    def make(library, parameters):
+        if optimizer == 'adam':
+            return library.optim.Adam(parameters, lr=0.05)
+        return library.optim.SGD(parameters, lr=0.05, momentum=0.9)
+
+    private = start_cluster(workers=2, env={'GT_HEARTBEAT_TIMEOUT': '1'})
+    torch.manual_seed(0)
+    reference, data = torch.nn.Linear(30, 7), torch.randn(96, 30)
+    with connected(private.address):
+        workers = [w['index'] for w in gt.debug.get_worker_stats()]
+        gt.register_config('data_parallel', gt.SignalConfig(
+            shard=gt.ShardConfig(axis=0, workers=workers)))
+        model = gt.nn.Linear(30, 7)
+        model.load_state_dict(reference.state_dict())
+        ported = make(gt, model.parameters())
+
+        def step() -> bool:
+            with gt.signal.context('data_parallel'):
+                batch = gt.signal.tensor(gt.tensor(data), name='data_parallel')
+                loss = model(batch).pow(2).mean()
+            ported.zero_grad()
+            loss.backward()
+            ported.step()
+            try:
+                loss.item()
+            except RuntimeError as error:
+                assert 'lost' in str(error), error
+                return False
+            return True
+        took = [step() for _ in range(3)]
+        # The other worker: the session's home (its first, in a fresh cluster) keeps it.
+        stats = gt.debug.get_worker_stats()
+        os.kill(max(stats, key=lambda worker: worker['index'])['pid'], signal.SIGKILL)
+        took += [step() for _ in range(4)]
+        got = [model.weight.data, model.bias.data]
+    assert took[:3] == [True] * 3 and took[-3:] == [True] * 3, took
+    expected = make(torch, reference.parameters())
+    for took_step in took:
+        if took_step:
+            expected.zero_grad()
+            reference(data).pow(2).mean().backward()
+            expected.step()
+    for mine, theirs in zip(got, [reference.weight, reference.bias]):
+        torch.testing.assert_close(mine, theirs.detach(), rtol=1e-5, atol=1e-6)
