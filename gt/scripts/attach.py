@@ -49,7 +49,9 @@ def monitor_endpoint(host: str | None, port: int | None) -> tuple[str, curve.Key
     try:
         send(socket, StatsRequest(0, os.environ.get('GT_TOKEN', '')))
         if not socket.poll(int(ASK_SECONDS * 1000)):
-            raise SystemExit(f'no GT dispatcher answered at {host}:{port}')
+            hint = '' if keys else (' (a server started with --curve-secret answers only '
+                                    'CURVE: set GT_CURVE_SERVER_KEY to its public key)')
+            raise SystemExit(f'no GT dispatcher answered at {host}:{port}{hint}')
         message, _ = receive(socket)
     finally:
         socket.close(0)

@@ -114,13 +114,15 @@ class Model:
         view.alive = stats['alive']
         view.memory = stats.get('memory', view.memory)
         view.compiled_programs = stats.get('compiled_programs', view.compiled_programs)
-        if 'time' not in stats or stats['time'] == view.report_time:
-            return  # no heartbeat yet, or the report already counted
-        seen = {number: float((s.get('worker_seconds') or {}).get(index, 0.0))
-                for number, s in sessions.items()}
-        if view.report_time is not None:
-            self._sample(view, stats, seen, stats['time'] - view.report_time)
-        view.report_time, view.seconds_seen = stats['time'], seen
+        # No heartbeat yet, or the report already counted: nothing new to sample.
+        if 'time' in stats and stats['time'] != view.report_time:
+            seen = {number: float((s.get('worker_seconds') or {}).get(index, 0.0))
+                    for number, s in sessions.items()}
+            if view.report_time is not None:
+                self._sample(view, stats, seen, stats['time'] - view.report_time)
+            view.report_time, view.seconds_seen = stats['time'], seen
+        if not view.alive:  # a lost worker's last bar would stay frozen: it is unknown now
+            view.utilization, view.mix = None, {}
 
     def _sample(self, view: WorkerView, stats: dict, seen: dict[int, float],
                 span: float) -> None:

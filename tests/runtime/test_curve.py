@@ -167,6 +167,15 @@ def test_a_client_with_the_key_computes_over_curve_and_peers_move_encrypted(secu
 
 
 @pytest.mark.time_limit(60)
+def test_top_without_the_key_says_the_server_may_use_curve(secured, monkeypatch):
+    """It said only that no dispatcher answered, of one that was there."""
+    monkeypatch.delenv('GT_CURVE_SERVER_KEY', raising=False)
+    monkeypatch.delenv('GT_CURVE_SECRET', raising=False)
+    with pytest.raises(SystemExit, match='no GT dispatcher answered .* set GT_CURVE_SERVER_KEY'):
+        monitor_endpoint('127.0.0.1', secured.port)
+
+
+@pytest.mark.time_limit(60)
 def test_a_listener_that_hangs_up_every_handshake_is_a_clear_error(monkeypatch):
     """What a plain client sees of a CURVE server half the time (the server notices the
     mismatch first and hangs up), and all it sees of a port that is no ZeroMQ server."""

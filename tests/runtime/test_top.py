@@ -122,6 +122,11 @@ def test_sessions_come_and_go_and_workers_get_lost():
     assert model.sessions[3].share == {0: 0.0}  # nothing ran for it
     assert 2 not in model.sessions
     assert model.workers[0].alive is False
+    # Its last bar is not shown frozen, with its last report or without a new one: a lost
+    # worker's load is unknown.
+    assert model.workers[0].utilization is None and model.workers[0].op_utilization() == []
+    model.update(stats(2.5, [worker(0, 1002.0, 0.25, {'matmul': 0.25}, alive=False)], []))
+    assert model.workers[0].utilization is None
     # A session already there at the first message gives no rate until the next one.
     fresh = Model()
     fresh.update(stats(5.0, [], [session(7, 1000, {})]))
