@@ -53,7 +53,7 @@ class CompiledProgram:
         """The function to run these inputs with and whether it is compiled; None while
         there is nothing compiled for their layout (after starting to compile it, if the
         compiler admits it: see gt.runtime.compiler). `runs`: the program's runs so far,
-        by every session; `session`: the one running it now, for the fragment at `base`."""
+        by this session; `session`: the one running it now, for the fragment at `base`."""
         if not self.eager_regions:
             return None, False
         self.last_run = (session, base)
