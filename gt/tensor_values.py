@@ -93,6 +93,15 @@ class ValueMethods:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype)
 
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """The fetched value's: `torch.tensor(x)` and `torch.as_tensor(x)` of a GT tensor
+        (logging a loss, mixed code) read it, where they took it for a sequence and failed
+        on its 0-d elements."""
+        return self._value().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return torch.empty(0).__dlpack_device__()  # fetched values are on the host's CPU
+
     def __array_wrap__(self, array: np.ndarray, context: Any = None,
                        return_scalar: bool = False) -> Any:
         """A NumPy function's result on a GT tensor (`np.exp(x)`) is a GT tensor, as

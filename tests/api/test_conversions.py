@@ -267,3 +267,17 @@ def test_formatting_and_iteration_refuse_as_torchs(mistake):
     assert_raises_as_torch(TypeError, mistake)
     assert f'{gt.tensor(0.5):.2f}' == f'{torch.tensor(0.5):.2f}'
     assert f'{gt.tensor([0.5])}' == f'{torch.tensor([0.5])}'
+
+
+@pytest.mark.parametrize('make', [lambda lib: lib.tensor(2.5),
+                                  lambda lib: lib.arange(6.).reshape(2, 3).t(),
+                                  lambda lib: lib.ones(2, 3, dtype=lib.float64) * 2,
+                                  lambda lib: lib.tensor([True, False])],
+                         ids=['0-d', 'transposed', 'float64', 'bool'])
+@pytest.mark.parametrize('convert', [torch.tensor, torch.as_tensor], ids=['tensor', 'as_tensor'])
+def test_torch_makes_a_tensor_of_a_gt_tensors_values(make, convert):
+    """`torch.tensor(loss)` in logging or mixed code reads the values (through DLPack):
+    torch took a GT tensor for a sequence and failed on its 0-d elements."""
+    got, expected = convert(make(gt)), convert(make(torch))
+    assert type(got) is torch.Tensor and got.dtype == expected.dtype
+    assert torch.equal(got, expected)
