@@ -61,10 +61,9 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True,
     return _walk(loaded, upload, kind=torch.Tensor)
 
 
-# Each loaded torch tensor's GT tensor, while the torch tensor lives: a tensor that
-# appears twice in a file (tied weights, in two modules) loads as one.
-# By id, with a reference that drops the entry (a weak-keyed dict would compare tensors
-# with `==`, elementwise).
+# Each loaded torch tensor's GT tensor, while the torch tensor lives (by id, with a
+# reference that drops the entry: a weak-keyed dict would compare tensors with `==`,
+# elementwise): a tensor that appears twice in a file (tied weights) loads as one.
 _uploaded: dict[int, tuple[weakref.ref, Tensor]] = {}
 
 
