@@ -59,7 +59,7 @@ from gt.runtime.protocol import (
 from gt.runtime.refusals import Refusals
 from gt.runtime.reverts import by_worker, malformed, revive
 from gt.runtime.scheduler import Fragment, Scheduler, small
-from gt.runtime.session_errors import failures
+from gt.runtime.session_errors import WorkerLost, failures
 from gt.runtime.transport import receive_frames, send
 from gt.runtime.worker_links import WorkerLinks, nbytes
 
@@ -256,7 +256,7 @@ class Dispatcher(WorkerLinks, Refusals):
             self._submit(session, message, frames)
         except Exception as error:  # the client hears why its work did not run
             if not isinstance(error, (FragmentError, TypeError, ValueError, KeyError,
-                                      OutOfMemory)):
+                                      OutOfMemory, WorkerLost)):
                 traceback.print_exc()  # a fault of GT's own: worth a report
             report = f'{type(error).__name__}: {error}'
             if message.structure and isinstance(message.base, int):
@@ -339,10 +339,10 @@ class Dispatcher(WorkerLinks, Refusals):
         lost = [self.workers[w] for w in involved if not self.workers[w].alive]
         if lost:
             if not any(worker.alive for worker in self.workers):
-                raise ValueError(f'worker {lost[0].index} ({lost[0].name}) was lost and no '
+                raise WorkerLost(f'worker {lost[0].index} ({lost[0].name}) was lost and no '
                                  'worker is alive to run this work; new work runs once one '
                                  'joins')
-            raise ValueError(f'worker {lost[0].index} ({lost[0].name}) was lost, and with it '
+            raise WorkerLost(f'worker {lost[0].index} ({lost[0].name}) was lost, and with it '
                              'the values this work needs')
         request = -1
         if message.fetch:

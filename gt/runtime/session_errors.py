@@ -31,6 +31,11 @@ class WorkerLinAlgError(WorkerError, torch.linalg.LinAlgError):
     `except torch.linalg.LinAlgError` catches it where the value is fetched."""
 
 
+class WorkerLost(RuntimeError):
+    """Work that needs a lost worker (its values, or a worker at all) did not run: a
+    cluster's state, not a bad argument, so not a ValueError."""
+
+
 class CompileWarning(UserWarning):
     """A region of the session's programs did not compile on a worker, which runs it
     eagerly: same results, at eager speed. Told once per session and worker, at the

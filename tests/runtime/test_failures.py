@@ -171,8 +171,9 @@ def test_a_session_whose_only_worker_died_goes_on_on_a_worker_that_joins(start_c
         deadline = time.monotonic() + 30
         while gt.debug.get_worker_stats() and time.monotonic() < deadline:
             time.sleep(0.2)  # until the dispatcher notices
-        with pytest.raises(Exception, match='no worker is alive to run this work'):
+        with pytest.raises(RuntimeError, match='no worker is alive to run this work') as said:
             (gt.ones(3) * 2).tolist()
+        assert not isinstance(said.value, ValueError)  # the cluster's state, not an argument
         private.workers[0] = private._start('worker-new', [
             'gt.worker', '--host', 'localhost', '-p', str(private.port), '--device', 'cpu',
             *private.guard])
