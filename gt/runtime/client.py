@@ -8,6 +8,7 @@ lost server is an exception within seconds, never a hang.
 import atexit
 import contextlib
 import gc
+import operator
 import os
 import socket as sockets
 import threading
@@ -427,10 +428,14 @@ def _assemble_all(headers: list, frames: list) -> list:
 
 def set_auto_workers(count: int) -> None:
     global _auto_workers
-    if _client is not None:
-        raise RuntimeError('gt.gpu_workers() must be called before the first tensor operation')
+    try:
+        count = operator.index(count)
+    except TypeError:
+        raise TypeError(f'gt.gpu_workers takes a number of workers, got {count!r}') from None
     if count < 1:
         raise ValueError(f'gt.gpu_workers needs at least 1 worker, got {count}')
+    if _client is not None:
+        raise RuntimeError('gt.gpu_workers() must be called before the first tensor operation')
     _auto_workers = count
 
 

@@ -113,6 +113,17 @@ def test_gpu_workers_after_first_op_raises(two_workers):
         two_workers['late_gpu_workers']
 
 
+@pytest.mark.parametrize('count, error, words', [
+    ('x', TypeError, "takes a number of workers, got 'x'"), (1.5, TypeError, 'got 1.5'),
+    (0, ValueError, 'at least 1 worker'), (-1, ValueError, 'at least 1 worker')])
+def test_gpu_workers_names_a_count_it_cannot_take(count, error, words):
+    """Before anything else (a string raised "'<' not supported between instances")."""
+    import gt
+
+    with pytest.raises(error, match=words):
+        gt.gpu_workers(count)
+
+
 def test_exit_leaves_nothing_behind(two_workers):
     pids = [int(pid) for pid in two_workers['children']]
     assert pids
