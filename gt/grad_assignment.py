@@ -7,12 +7,10 @@ import torch
 
 
 def checked(tensor: Any, value: Any) -> Any:
-    """`value` as the gradient of `tensor`: None, or a GT tensor of its shape and dtype. A
-    torch tensor (a gradient computed on the host) is uploaded."""
+    """`value` (not None) as the gradient of `tensor`: a GT tensor of its shape and dtype.
+    A torch tensor (a gradient computed on the host) is uploaded."""
     from gt.tensor import Tensor, as_tensor
 
-    if value is None:
-        return None
     if isinstance(value, torch.Tensor):
         value = as_tensor(value)
     elif not isinstance(value, Tensor):

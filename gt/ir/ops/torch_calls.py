@@ -337,7 +337,8 @@ def _named_errors(fn: str, tensors: list, args: list, kwargs: dict) -> Any:
 def numpy_row(torch_row):
     """A numpy row that runs the torch row on the arrays (through torch, zero-copy)."""
     def run(*arrays, **attrs):
-        # reshape: ascontiguousarray makes a 0-d number 1-d, which torch would promote by
+        # reshape: ascontiguousarray makes a 0-d number 1-d, and a 1-d float32 number beside
+        # half tensors would make torch compute in float32 (a 0-d one does not promote).
         tensors = [torch.from_numpy(np.ascontiguousarray(a).reshape(a.shape))
                    if isinstance(a, np.ndarray) else a for a in arrays]
         result = torch_row(*tensors, **attrs)
