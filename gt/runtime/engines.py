@@ -207,7 +207,11 @@ class NumpyEngine:
         """numpy runs each op to the end."""
 
 def _torch_literal(value: Any, dtype: str, device: Any) -> torch.Tensor:
-    return torch.tensor(value, dtype=TORCH_DTYPES[dtype], device=device)
+    """A number operand stays a 0-d CPU tensor on every device, as torch keeps a Python
+    number: a CUDA kernel then reads it by value in its own precision. On the GPU a float32
+    number beside half tensors would otherwise be rounded to half first (a 0-d CUDA tensor
+    takes part in the dtype the kernel loads), and `x * 0.9` would not be torch's bits."""
+    return torch.tensor(value, dtype=TORCH_DTYPES[dtype])
 
 
 def _numpy_literal(value: Any, dtype: str, device: Any) -> np.ndarray:

@@ -3,10 +3,13 @@ single-tensor update (`foreach=False`), bit for bit over several steps. torch's 
 kernels round a Python number differently in their vectorized body and in the scalar
 loop over the last elements, so the shapes have such a tail ((5, 3), (37,)) or none
 ((64, 32) on AVX2 and AVX-512). Bits are compared, so that the NaNs a float16 Adam
-makes (its eps of 1e-8 rounds to 0 there) compare too."""
+makes (its eps of 1e-8 rounds to 0 there) compare too. On a GPU (marked `gpu`) the same
+steps run on GPU workers against torch's CUDA kernels, which compute in float32 from the
+number throughout."""
 
 import pytest
 import torch
+from gt_test_support import connected
 from optim_check import seeded
 
 import gt
@@ -38,34 +41,51 @@ SHAPES = [(5, 3), (37,), (64, 32)]
 STEPS = 4
 
 
-def train(library, name: str, options: dict, start: torch.Tensor, grads: list) -> list:
-    """The parameter after each step of `library`'s optimizer, given the same gradients."""
+def train(library, name: str, options: dict, start: torch.Tensor, grads: list,
+          device: str = 'cpu') -> list:
+    """The parameter after each step of `library`'s optimizer, given the same gradients
+    (torch's on `device`; GT's where its workers run), each step's fetched to the CPU."""
     if library is torch:
-        param = torch.nn.Parameter(start.clone())
+        param = torch.nn.Parameter(start.to(device, copy=True))
         options = dict(options, foreach=False)
+        upload = lambda grad: grad.to(device)  # noqa: E731
     else:
         param = gt.nn.Parameter(gt.tensor(start))
+        upload = gt.tensor
     optimizer = getattr(library.optim, name)([param], **options)
     after = []
     for grad in grads:
-        param.grad = grad.clone() if library is torch else gt.tensor(grad)
+        param.grad = upload(grad)
         optimizer.step()
-        after.append(param.detach().clone() if library is torch else param.data.clone())
+        after.append(param.detach().to('cpu', copy=True) if library is torch else
+                     torch.from_numpy(param.data.view(torch.int16).numpy()).view(start.dtype))
     return after
 
 
-@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize('case', CASES, ids=[f'{n}-{i}' for i, (n, _) in enumerate(CASES)])
-def test_half_precision_step_is_torchs(case, dtype):
+def check_steps(case: tuple, dtype: torch.dtype, device: str = 'cpu') -> None:
     name, options = case
     assert hasattr(optim, name)
     generator = seeded()
     for shape in SHAPES:
         start, *grads = (torch.randn(shape, generator=generator).to(dtype)
                          for _ in range(STEPS + 1))
-        want = train(torch, name, options, start, grads)
+        want = train(torch, name, options, start, grads, device)
         got = train(gt, name, options, start, grads)
         for step, (mine, theirs) in enumerate(zip(got, want), 1):
             differ = mine.view(torch.int16) != theirs.view(torch.int16)
             assert not differ.any(), (f'{shape}, step {step}: {differ.sum().item()} of '
                                       f'{differ.numel()} elements differ')
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize('case', CASES, ids=[f'{n}-{i}' for i, (n, _) in enumerate(CASES)])
+def test_half_precision_step_is_torchs(case, dtype):
+    check_steps(case, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize('case', CASES, ids=[f'{n}-{i}' for i, (n, _) in enumerate(CASES)])
+def test_half_precision_step_is_torchs_on_cuda(gpu_cluster, case, dtype):
+    with connected(gpu_cluster.address):
+        check_steps(case, dtype, 'cuda')

@@ -152,6 +152,37 @@ def test_a_batch_sharded_over_two_gpu_workers_gives_torchs_gradients(gpu_cluster
     torch.testing.assert_close(torch.from_numpy(got_grad), w.grad.cpu(), rtol=1e-5, atol=1e-5)
 
 
+def number_ops(x, y):
+    """Ops with Python numbers beside tensors (`x` half or float), in either library."""
+    z = x.clone()
+    z[y > 1] = 0.25
+    return [x * 0.9, x / 0.3, x + 0.1, 1 - x * 0.7, x.add(y, alpha=-0.01),
+            x.addcmul(y, y, value=0.001), x.lerp(y, 0.1), x.clamp(-0.5, 0.5), x.pow(2.0),
+            2 ** x, x.fmod(0.7), x.remainder(0.7), x.maximum(y * 0.5),
+            x.masked_fill(x > 0, 2.0), z, (x > 0.3) & (y < 0.2)]
+
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16, torch.float32])
+def test_numbers_beside_tensors_are_torchs_python_numbers(gpu_cluster, dtype):
+    """torch keeps a Python number a CPU scalar that a CUDA kernel reads in float32; GT's
+    number operands stay on the CPU too, so `x * 0.9` beside half tensors rounds once as
+    torch's does (a 0-d CUDA tensor would be rounded to half first), and every op that
+    takes a number accepts one from the CPU."""
+    generator = torch.Generator().manual_seed(5)
+    x, y = (torch.randn(4099, generator=generator).to(dtype) for _ in range(2))
+    with connected(gpu_cluster.address):
+        got = [value.numpy() if value.dtype != torch.bfloat16 else
+               value.view(torch.int16).numpy() for value in number_ops(gt.tensor(x),
+                                                                          gt.tensor(y))]
+    expected = number_ops(x.cuda(), y.cuda())
+    for index, (mine, theirs) in enumerate(zip(got, expected)):
+        theirs = theirs.cpu()
+        if theirs.dtype == torch.bfloat16:
+            theirs = theirs.view(torch.int16)
+        torch.testing.assert_close(torch.from_numpy(mine), theirs, rtol=0, atol=0,
+                                   equal_nan=True, msg=lambda m: f'op {index}: {m}')
+
+
 @pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16])
 def test_half_precision_matmuls_give_torchs_cuda_results(gpu_cluster, dtype):
     a, b = torch.randn(64, 48).to(dtype), torch.randn(48, 32).to(dtype)

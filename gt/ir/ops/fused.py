@@ -41,20 +41,27 @@ def torch_addcmul(x, a, b, value):
     """A float32 number `b` beside half tensors is torch's half `x.add(a, alpha=b)`. On CPU
     that is torch's kernel itself, from the number: its vectorized body rounds alpha to the
     tensors' dtype but its scalar loop over the last elements (past the last full vector)
-    keeps it in float32, so no one formula fits every element. Elsewhere (`.item()` of a
-    CUDA tensor would wait for the device) the number is rounded to the tensors' dtype, as
-    the vectorized body does, and the rest computed in float32, rounding once."""
-    if b.dtype != x.dtype and b.dim() == 0 and x.device.type == 'cpu':
+    keeps it in float32, so no one formula fits every element. Elsewhere (a CUDA kernel
+    computes `x + alpha * a` in float32 with one fused multiply-add, alpha unrounded) it is
+    float32's addcmul, the same fused multiply-add, rounded once to the tensors' dtype."""
+    if b.dtype == x.dtype or b.dim() != 0:
+        return torch.addcmul(x, a, b, value=value)
+    if x.device.type == 'cpu':
         return torch.add(x, a, alpha=b.item() * value)
-    return torch.addcmul(x, a, b.to(x.dtype), value=value)
+    return torch.addcmul(x.to(b.dtype), a.to(b.dtype), b, value=value).to(x.dtype)
 
 
 def torch_addcdiv(x, a, b, value):
-    """torch's `x.addcdiv(a, b, value=number)`, the number a 0-d `value`: beside half
-    tensors on CPU torch's kernel from the number; elsewhere (no `.item()`, which would
-    wait for a CUDA device, and which a compiled region cannot trace) `addcdiv_composed`,
-    the same bits."""
-    if value.dtype != x.dtype and x.device.type == 'cpu' and not torch.compiler.is_compiling():
+    """torch's `x.addcdiv(a, b, value=number)`, the number a 0-d `value`. On CPU: beside
+    half tensors torch's kernel from the number; else (and while a region compiles, which
+    cannot trace `.item()`) `addcdiv_composed`, the same bits. Elsewhere torch's kernels
+    compute `x + value * (a / b)` in float32 with one fused multiply-add: float32's
+    addcmul of the quotient, rounded once."""
+    if x.device.type != 'cpu':
+        dtype = x.dtype
+        x, a, b = (t.to(value.dtype) for t in (x, a, b))
+        return torch.addcmul(x, torch.div(a, b), value).to(dtype)
+    if value.dtype != x.dtype and not torch.compiler.is_compiling():
         return torch.addcdiv(x, a, b, value=value.item())
     return addcdiv_composed(x, a, b, value)
 
