@@ -33,6 +33,17 @@ os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR',
 os.environ.setdefault('GT_TIMEOUT', '10')
 os.environ.setdefault('GT_STARTUP_TIMEOUT', '90')
 
+# The suite's oracles are torch on the CPU, so on a machine with a GPU every server, worker
+# and script it starts sees none (their auto-started workers take the CPU; a CUDA worker
+# gives CUDA's kernels and draws). This process keeps its GPU, initialized first, for the
+# tests marked `gpu`, whose clusters and scripts are given `GPUS_ENV` back.
+GPUS_ENV: dict[str, str] = {}
+if torch.cuda.is_available():
+    torch.cuda.init()
+    GPUS_ENV['CUDA_VISIBLE_DEVICES'] = os.environ.get('CUDA_VISIBLE_DEVICES') or ','.join(
+        str(index) for index in range(torch.cuda.device_count()))
+    os.environ['CUDA_VISIBLE_DEVICES'] = ''
+
 # Every test process, and each server, worker and script it starts, imports GT anew (some
 # 280 processes a run). Where PYTHONDONTWRITEBYTECODE is set, as on CI's image, each would
 # compile GT's modules from source, 0.2 s a process: compile them once, here.
@@ -190,6 +201,8 @@ class Cluster:
         # oracles run on the CPU, while a CUDA worker gives CUDA's draws and kernels (what
         # tests/runtime/test_gpu_workers.py checks, on `gpu_cluster`).
         placement = ['--device', device] if backend == 'torch' else []
+        if device != 'cpu':
+            self.env.update(GPUS_ENV)
         self.server_args = server_args or []
         self.server = self.start_server()
         self.workers = [

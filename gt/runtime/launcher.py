@@ -19,12 +19,17 @@ STOP_SECONDS = 5.0
 
 
 def gpu_placements(workers: int) -> list[list[str]]:
-    """Each worker's --device: the GPUs this process sees in turn (one per worker while
+    """Each worker's --device: the GPUs its workers will see in turn (one per worker while
     there are enough; CUDA_VISIBLE_DEVICES chooses which), or none without CUDA, where
-    workers take the CPU."""
+    workers take the CPU. The workers inherit this process's environment as it is now: a
+    script that took its GPU and then set CUDA_VISIBLE_DEVICES to '' (as GT's test suite
+    does, whose oracles run on the CPU) gets CPU workers."""
     import torch
 
     count = torch.cuda.device_count()
+    visible = os.environ.get('CUDA_VISIBLE_DEVICES')
+    if visible is not None:
+        count = min(count, len([name for name in visible.split(',') if name.strip()]))
     return [['--device', f'cuda:{index % count}'] if count else [] for index in range(workers)]
 
 

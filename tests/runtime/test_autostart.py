@@ -230,3 +230,24 @@ def test_a_lost_worker_of_the_auto_started_server_fails_only_its_values():
     assert 'was lost' in lines[1], result.explain()
     assert lines[2] == '  while fetching the tensor made at <string>:9 (sum)', result.explain()
     assert lines[3] == '[2.0, 4.0] 524288.0', result.explain()
+
+
+@pytest.mark.parametrize('visible, devices', [
+    (None, [['--device', 'cuda:0'], ['--device', 'cuda:1'], ['--device', 'cuda:0']]),
+    ('1', [['--device', 'cuda:0']] * 3),
+    ('', [[]] * 3),
+])
+def test_auto_started_workers_take_the_gpus_they_will_see(monkeypatch, visible, devices):
+    """Workers inherit the script's environment as it is when they start: a script that
+    took its GPUs (torch counts 2) and then narrowed CUDA_VISIBLE_DEVICES gives its workers
+    those it left them, none when it left none (as this suite does on a GPU machine)."""
+    import torch
+
+    from gt.runtime import launcher
+
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
+    if visible is None:
+        monkeypatch.delenv('CUDA_VISIBLE_DEVICES', raising=False)
+    else:
+        monkeypatch.setenv('CUDA_VISIBLE_DEVICES', visible)
+    assert launcher.gpu_placements(3) == devices

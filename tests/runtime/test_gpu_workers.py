@@ -6,7 +6,7 @@ import time
 
 import pytest
 import torch
-from gt_test_support import connected, run_script
+from gt_test_support import GPUS_ENV, connected, run_script
 
 import gt
 import gt.nn as nn
@@ -84,7 +84,7 @@ def test_an_auto_started_server_gives_its_workers_the_gpus_in_turn():
         gt.gpu_workers(3)
         (gt.ones(2) + 1).tolist()
         print('devices', [worker['device'] for worker in gt.debug.get_worker_stats()])
-    ''')
+    ''', env=GPUS_ENV)
     count = torch.cuda.device_count()
     expected = [f'cuda:{index % count}' for index in range(3)]
     assert f'devices {expected}' in result.stdout, result.explain()
