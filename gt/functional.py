@@ -1,7 +1,8 @@
 """Functions of tensors, as `gt.cat(...)` like `torch.cat(...)`: multi-tensor ops and the
 function forms of Tensor methods."""
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import torch
 
@@ -38,28 +39,59 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
 
 def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None) -> Tensor:
     return a @ b if out is None else written_out(a @ b, out, 'matmul')
+def tensor_input(function: Callable) -> Callable:
+    """torch's TypeError for an input that is not a tensor (`gt.exp(1.0)`), where calling
+    its method would raise an AttributeError; `input=` as a keyword, as torch takes it."""
+    name = function.__name__
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if 'input' in kwargs:
+            args = (kwargs.pop('input'), *args)
+        if args and not isinstance(args[0], (Tensor, torch.Tensor)):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f'{type(args[0]).__name__}')
+        return function(*args, **kwargs)
+    return checked
+
+
+@tensor_input
 def maximum(a: Tensor, b: Tensor) -> Tensor: return a.maximum(b)
+@tensor_input
 def minimum(a: Tensor, b: Tensor) -> Tensor: return a.minimum(b)
+@tensor_input
 def relu(x: Tensor) -> Tensor: return x.relu()
+@tensor_input
 def sigmoid(x: Tensor) -> Tensor: return x.sigmoid()
+@tensor_input
 def tanh(x: Tensor) -> Tensor: return x.tanh()
+@tensor_input
 def exp(x: Tensor) -> Tensor: return x.exp()
+@tensor_input
 def log(x: Tensor) -> Tensor: return x.log()
+@tensor_input
 def sqrt(x: Tensor) -> Tensor: return x.sqrt()
+@tensor_input
 def abs(x: Tensor) -> Tensor: return x.abs()
+@tensor_input
 def clamp(x: Tensor, min=None, max=None) -> Tensor: return x.clamp(min, max)
+@tensor_input
 @numpy_names
 def sum(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
     return x.sum(dim, keepdim, **kwargs)
 
 
+@tensor_input
 @numpy_names
 def mean(x: Tensor, dim=None, keepdim=False, **kwargs) -> Tensor:
     return x.mean(dim, keepdim, **kwargs)
+@tensor_input
 @numpy_names
 def softmax(x: Tensor, dim: int, dtype=None) -> Tensor: return x.softmax(dim, dtype)
+@tensor_input
 @numpy_names
 def argmax(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmax(dim, keepdim)
+@tensor_input
 @numpy_names
 def argmin(x: Tensor, dim=None, keepdim=False) -> Tensor: return x.argmin(dim, keepdim)
 

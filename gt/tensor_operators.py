@@ -4,8 +4,10 @@ mutated. A mixin of `gt.tensor.Tensor`, which keeps `__add__` itself (its fast p
 checks for exactly `Tensor`); every method records ops through `gt.tensor`.
 """
 
+from numbers import Number
 from typing import Any
 
+import numpy as np
 import torch
 
 from gt import tensor as core
@@ -55,14 +57,21 @@ class OperatorMethods:
     def __ror__(self, other): return core.binary('bitwise_or', other, self)
     def __xor__(self, other): return core.binary('bitwise_xor', self, other)
     def __rxor__(self, other): return core.binary('bitwise_xor', other, self)
-    # `x == None` is False and `x != None` True, as in torch (no elementwise comparison).
-    def __eq__(self, other): return False if other is None else core.binary('eq', self, other)
-    def __ne__(self, other): return True if other is None else core.binary('ne', self, other)
-    def __gt__(self, other): return core.binary('gt', self, other)
-    def __lt__(self, other): return core.binary('lt', self, other)
-    def __ge__(self, other): return core.binary('ge', self, other)
-    def __le__(self, other): return core.binary('le', self, other)
-    eq, ne, gt, lt, ge, le = __eq__, __ne__, __gt__, __lt__, __ge__, __le__  # torch's names
+    def eq(self, other): return core.binary('eq', self, other)
+    def ne(self, other): return core.binary('ne', self, other)
+    def gt(self, other): return core.binary('gt', self, other)
+    def lt(self, other): return core.binary('lt', self, other)
+    def ge(self, other): return core.binary('ge', self, other)
+    def le(self, other): return core.binary('le', self, other)
+    # The operators compare elementwise with what torch's compare with; anything else
+    # (None, a string, a list) is NotImplemented, as in torch, and Python answers:
+    # `x == 'a'` is False, `x != None` True, and `x < 'a'` a TypeError naming both types.
+    def __eq__(self, other): return self.eq(other) if _comparable(other) else NotImplemented
+    def __ne__(self, other): return self.ne(other) if _comparable(other) else NotImplemented
+    def __gt__(self, other): return self.gt(other) if _comparable(other) else NotImplemented
+    def __lt__(self, other): return self.lt(other) if _comparable(other) else NotImplemented
+    def __ge__(self, other): return self.ge(other) if _comparable(other) else NotImplemented
+    def __le__(self, other): return self.le(other) if _comparable(other) else NotImplemented
     __div__, __rdiv__ = __truediv__, __rtruediv__  # torch keeps Python 2's names
 
     # Shifts are torch's kernels run by name (gt/fallback.py).
@@ -178,3 +187,8 @@ def _matmul(a, b):
             b.ndim >= 3 and a.ndim <= 2 and a.requires_grad):
         return core.apply('folded_matmul', [a, b])
     return core.apply('matmul', [a, b])
+
+
+def _comparable(other: Any) -> bool:
+    """A tensor (GT's, torch's, numpy's) or a number (numpy's scalars are numbers too)."""
+    return isinstance(other, (core.Tensor, int, float, torch.Tensor, np.ndarray, Number))

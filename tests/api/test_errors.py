@@ -225,3 +225,16 @@ def test_an_advanced_index_out_of_range_is_an_index_error_as_in_torch():
         torch.ones(2)[torch.tensor([0, 9])]
     with pytest.raises(IndexError, match='index 9 is out of bounds for dimension 0'):
         gt.ones(2)[gt.tensor([0, 9])].tolist()
+
+
+@pytest.mark.parametrize('name, args', [('exp', (1.0,)), ('sum', (3,)), ('relu', ([1.0],)),
+                                        ('softmax', (None, 0)), ('clamp', ('x', 0.0))])
+def test_a_function_of_what_is_not_a_tensor_raises_torchs_type_error(name, args):
+    """`gt.exp(1.0)` raised an AttributeError ("'float' object has no attribute 'exp'")."""
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch, name)(*args)
+    with pytest.raises(TypeError) as mine:
+        getattr(gt, name)(*args)
+    if name != 'clamp':  # torch lists clamp's overloads instead
+        assert str(mine.value) == str(theirs.value)
+    assert "argument 'input' (position 1) must be Tensor" in str(mine.value)

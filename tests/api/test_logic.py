@@ -87,3 +87,38 @@ def test_masked_fill_and_clamp_in_place_as_torch_with_gradients():
     assert torch.equal(leaf.grad.data, tleaf.grad)
     with pytest.raises(RuntimeError, match='cannot be updated in place'):
         leaf.clamp_(0, 1)
+
+
+class Unrelated:
+    pass
+
+
+OTHERS = [None, 'a', [1.0, 2.0], (1.0, 1.0), Unrelated()]
+
+
+@pytest.mark.parametrize('other', OTHERS, ids=['None', 'str', 'list', 'tuple', 'object'])
+@pytest.mark.parametrize('operator', ['==', '!=', '<', '>=', 'reflected =='])
+def test_comparing_with_what_is_not_a_tensor_or_number_is_pythons_answer(other, operator):
+    """torch's comparison operators answer NotImplemented for other objects, so Python
+    answers: `==` by identity (False), `!=` True, and an ordering a TypeError naming both
+    types. GT had compared a list elementwise and raised for a string."""
+    def outcome(tensor):
+        try:
+            if operator == 'reflected ==':
+                return other == tensor
+            return {'==': tensor == other, '!=': tensor != other}[operator] \
+                if operator in ('==', '!=') else \
+                (tensor < other if operator == '<' else tensor >= other)
+        except TypeError as error:
+            return TypeError, str(error)
+
+    assert outcome(gt.ones(2)) == outcome(torch.ones(2))
+
+
+@pytest.mark.parametrize('other', [1, 1.0, True, np.float32(1.0), np.ones(2), torch.ones(2)],
+                         ids=['int', 'float', 'bool', 'numpy scalar', 'ndarray', 'torch'])
+def test_comparing_with_numbers_and_tensors_is_elementwise(other):
+    x, tx = pair(np.array([1.0, 2.0], dtype=np.float32))
+    assert_same(x == other, tx == other)
+    if not isinstance(other, np.ndarray):  # torch's `<` refuses an ndarray; GT's compares
+        assert_same(x < other, tx < other)
