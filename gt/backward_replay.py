@@ -117,6 +117,10 @@ def _describe(root: Any, gradient: Any, nodes: list) -> Tape | None:
         for tensor, value_id in zip(node.inputs, node.input_ids):
             if tensor._id != value_id or tensor._client is not client:
                 return None
+            if tensor._leaf_of is not None:
+                # The value a leaf had when it was used, before a write under no_grad: its
+                # gradient is the leaf's, which the rules' path routes there.
+                return None
             number = numbers.get(value_id)
             first_sight = number is None
             if first_sight:

@@ -210,3 +210,36 @@ def test_a_tape_seen_once_is_not_recorded():
         tx[:rows].sin().sum().backward()
         assert counts == {'recorded': 0, 'replayed': 0, 'ran_rules': 1}
         assert_grads([x], [tx])
+
+
+@pytest.mark.parametrize('write', ['clamp_ under no_grad', '.data.mul_', '.detach().mul_'])
+def test_a_leaf_written_between_forward_and_backward_still_gets_its_gradient(write):
+    """A leaf used by a linear layer (which saves the input, not the weight) and then
+    written in place before backward, as weight clipping does: the write puts a stand-in
+    for the leaf's old value on the tape, whose gradient is the leaf's. Replayed from the
+    third step on, the gradient had gone to the stand-in and the leaf's .grad stayed None."""
+    def train(lib):
+        layer = lib.nn.Linear(3, 2, bias=False)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor([[0.2, -0.5, 0.4], [0.1, 0.6, -0.2]]))
+        optimizer = lib.optim.SGD(layer.parameters(), lr=0.1)
+        x, grads = lib.tensor([[1.0, 2.0, 3.0]]), []
+        for _ in range(5):
+            optimizer.zero_grad()
+            loss = layer(x).pow(2).sum()
+            if write == 'clamp_ under no_grad':
+                with lib.no_grad():
+                    layer.weight.clamp_(-0.3, 0.3)
+            elif write == '.data.mul_':
+                layer.weight.data.mul_(0.9)
+            else:
+                layer.weight.detach().mul_(0.9)
+            loss.backward()
+            grads.append(None if layer.weight.grad is None else
+                         torch.as_tensor(layer.weight.grad.tolist()))
+            optimizer.step()
+        return grads
+
+    for step, (mine, theirs) in enumerate(zip(train(gt), train(torch))):
+        assert mine is not None, f'step {step}: no gradient'
+        torch.testing.assert_close(mine, theirs, msg=lambda m: f'step {step}: {m}')
