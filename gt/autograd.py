@@ -16,12 +16,12 @@ from gt.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401 (to
 from gt.grad_fn_names import backward_name
 from gt.grad_mode import (  # noqa: F401 (gt.autograd is where callers find them)
     enable_grad,
-    grad_mode,
     inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
 )
+from gt.grad_mode import grad_mode as grad_state  # gt.autograd.grad_mode: the module
 from gt.ir import OPS
 
 _sequence = itertools.count()
@@ -260,7 +260,7 @@ def _step(node: TapeNode, grads: dict, assigned: set, emit: Callable, collected:
     if node.op == FUNCTION:  # a gt.autograd.Function's node: the user's backward is the rule
         rule = node.gradient
     else:
-        if grad_mode.enabled and not OPS[node.op].grad_of_grad:
+        if grad_state.enabled and not OPS[node.op].grad_of_grad:
             name = node.attrs.get('fn', node.op)  # a torch function run by name, or a row
             raise NotImplementedError(f'create_graph: GT cannot differentiate the second '
                                       f'derivative of {name} again: it gives first and '
@@ -357,10 +357,13 @@ def _name(hook: Callable) -> str:
 def retain_grad(tensor: Any) -> None:
     """`tensor.retain_grad()`: a non-leaf's .grad is filled in by backward(), after its
     hooks (a leaf's always is); an in-place update calls it again for the new value."""
+    if not tensor.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if tensor.grad_fn is None:
+        return  # a leaf's .grad is kept anyway; torch's retains_grad stays False
     tensor._retained = True
-    if tensor.grad_fn is not None:
-        index = tensor.grad_fn.output_ids.index(tensor._id)
-        tensor.grad_fn.retained[index] = weakref.ref(tensor)
+    index = tensor.grad_fn.output_ids.index(tensor._id)
+    tensor.grad_fn.retained[index] = weakref.ref(tensor)
 
 
 def register_hook(tensor: Any, hook: Callable, prepend: bool = False) -> 'RemovableHandle':
@@ -386,6 +389,12 @@ class RemovableHandle:
     def remove(self) -> None:
         if self.hook in self.hooks:
             self.hooks.remove(self.hook)
+
+    def __enter__(self) -> 'RemovableHandle':
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.remove()
 
 
 def first_grad(tensor: Any, grad: Any) -> None:
@@ -430,7 +439,7 @@ def _accumulate(tensor: Any, grad: Any, assigned: set) -> None:
             grad = emit('contiguous', grad)
         assigned.add(id(grad))
         first_grad(tensor, grad)
-    elif tensor.grad_fn is None and not grad_mode.enabled:
+    elif tensor.grad_fn is None and not grad_state.enabled:
         tensor._grad._rebind(emit('add', tensor._grad, grad))
     else:
         tensor._grad = emit('add', tensor._grad, grad)

@@ -72,6 +72,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                          'materialize_grads=True, but got: allow_unused=False.')
     allow_unused = materialize_grads if allow_unused is None else allow_unused
     outputs, inputs = _listed(outputs), _listed(inputs)
+    if not inputs:
+        raise RuntimeError('`inputs` argument to `grad()` cannot be empty.')
     grad_outputs = [None] * len(outputs) if grad_outputs is None else _listed(grad_outputs)
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f'grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs')

@@ -22,8 +22,9 @@ import numpy as np
 import torch
 
 from gt import views
-from gt.autograd import grad_mode, no_grad
+from gt.autograd import no_grad
 from gt.autograd_function import Function
+from gt.grad_mode import grad_mode
 from gt.ir import torch_functions
 from gt.ir.dtypes import FLOATING, INTEGRAL, TORCH_DTYPES
 from gt.ir.ops import torch_calls

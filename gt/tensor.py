@@ -20,7 +20,7 @@ from gt import (
     tensor_offsets,
     views,
 )
-from gt.autograd import grad_mode
+from gt.grad_mode import grad_mode
 from gt.ir import OPS, TensorType, dtypes
 from gt.ir.dtypes import FLOATING, TORCH_DTYPES, number_operand_dtype, python_number
 from gt.ir.invalid_op import InvalidOpError
@@ -196,7 +196,10 @@ class Tensor(ValueMethods, MathMethods, ShapeMethods, OperatorMethods, DeviceMet
         self._id, self._type, self.grad_fn = new._id, new._type, new.grad_fn
         new._id = None
         if self._retained:
-            autograd.retain_grad(self)
+            if self.grad_fn is None:
+                self._retained = False
+            else:
+                autograd.retain_grad(self)
 
     # ---- the rest of torch -----------------------------------------------------------
     def __getattr__(self, name: str) -> Any:

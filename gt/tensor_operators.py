@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from gt import tensor as core
-from gt.autograd import grad_mode
+from gt.grad_mode import grad_mode
 from gt.ir.dtypes import FLOATING
 from gt.tensor_math import power_op
 

@@ -28,7 +28,8 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from gt.autograd import grad_mode, no_grad
+from gt.autograd import no_grad
+from gt.grad_mode import grad_mode
 
 
 class Step(NamedTuple):

@@ -406,3 +406,36 @@ def test_materialized_gradients_of_unused_inputs_are_zeros_as_torchs():
         with pytest.raises(ValueError, match='allow_unused'):
             lib.autograd.grad((a * 2).sum(), [a, b], allow_unused=False,
                               materialize_grads=True)
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_the_grad_mode_submodule_holds_the_modes(library):
+    """`torch.autograd.grad_mode.no_grad()` as model code writes it (GT's attribute was
+    its grad-mode state, which has no `no_grad`)."""
+    x = library.tensor(DATA, requires_grad=True)
+    with library.autograd.grad_mode.no_grad():
+        assert not (x * 2).requires_grad
+    with library.autograd.grad_mode.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_retain_grad_refuses_what_needs_no_grad_and_keeps_a_leafs_flag(library):
+    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has "
+                                           'requires_grad=False'):
+        library.tensor(DATA).retain_grad()
+    x = library.tensor(DATA, requires_grad=True)
+    x.retain_grad()
+    assert not x.retains_grad  # a leaf's .grad is kept anyway
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_grad_of_no_inputs_raises_and_a_hook_handle_is_a_context(library):
+    x = library.tensor(DATA, requires_grad=True)
+    with pytest.raises(RuntimeError, match='`inputs` argument to `grad\\(\\)` cannot be empty'):
+        library.autograd.grad((x * 2).sum(), [])
+    with x.register_hook(lambda grad: grad * 0):
+        pass  # removed on leaving
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [[2.0] * 3] * 2
