@@ -12,6 +12,7 @@ import torch
 from gt import fallback, serialization
 from gt.autograd import no_grad
 from gt.nn import module_hooks, module_state
+from gt.nn.module_casts import CastMethods
 from gt.nn.module_hooks import (
     GLOBAL_BACKWARD,
     GLOBAL_BACKWARD_PRE,
@@ -24,7 +25,7 @@ from gt.tensor import Tensor
 REGISTRIES = ('_parameters', '_buffers', '_modules')
 
 
-class Module:
+class Module(CastMethods):
     """Base class of models: subclasses assign layers and Parameters in `__init__` (after
     `super().__init__()`) and define `forward`."""
 
@@ -66,6 +67,8 @@ class Module:
                 # as data, as a torch tensor meeting a GT one does.
                 args = fallback.joined(args)
                 break
+        if kwargs and any(isinstance(value, torch.Tensor) for value in kwargs.values()):
+            kwargs = dict(zip(kwargs, fallback.joined(kwargs.values())))  # model(**batch)
         if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks \
                 or self._backward_pre_hooks or GLOBAL_FORWARD_PRE or GLOBAL_FORWARD \
                 or GLOBAL_BACKWARD or GLOBAL_BACKWARD_PRE:
@@ -300,8 +303,13 @@ class Module:
 
     # ---- modes and gradients -------------------------------------------------------------
     def train(self, mode: bool = True) -> 'Module':
-        for module in self.modules():
-            object.__setattr__(module, 'training', bool(mode))
+        """Sets this module's flag and calls each child's `train`, as torch does, so a
+        child's own override runs (a backbone that keeps its batch norms in eval)."""
+        if not isinstance(mode, bool):
+            raise ValueError('training mode is expected to be boolean')
+        object.__setattr__(self, 'training', mode)
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self) -> 'Module':
@@ -326,67 +334,6 @@ class Module:
             module.apply(function)
         function(self)
         return self
-
-    def to(self, *args: Any, **kwargs: Any) -> 'Module':
-        """`to(device)`, `to(dtype)`, `to(device, dtype)` or `to(tensor)`, as in torch;
-        returns self. A device ('cuda', 'cpu', 'gt', a torch.device or an index) changes
-        nothing: GT places tensors itself, on the workers the dispatcher chooses. A dtype,
-        which must be floating, casts the floating parameters and buffers (and gradients)
-        in place, so optimizers made afterwards see the new tensors, as in torch."""
-        dtype = kwargs.get('dtype')
-        for arg in [*args, kwargs.get('device'), kwargs.get('tensor')]:
-            if isinstance(arg, torch.dtype):
-                dtype = arg
-            elif isinstance(arg, (Tensor, torch.Tensor)):
-                dtype = arg.dtype
-            elif isinstance(arg, str) and arg.split(':')[0] != 'gt':
-                torch.device(arg)  # a misspelt device raises, as in torch
-            elif not (arg is None or isinstance(arg, (str, int, torch.device))):
-                raise TypeError(f'to() received an invalid argument {arg!r}; expected a '
-                                'device, a dtype or a tensor')
-        if dtype is not None:
-            if not dtype.is_floating_point:
-                raise TypeError(f'nn.Module.to only accepts floating point dtypes, but got '
-                                f'desired dtype={dtype}')
-            self._cast_floating(dtype)
-        return self
-
-    def _cast_floating(self, dtype: torch.dtype) -> None:
-        with no_grad():
-            for tensor in [*self.parameters(), *self.buffers()]:
-                if tensor.dtype.is_floating_point and tensor.dtype != dtype:
-                    tensor._rebind(tensor.to(dtype))
-                    grad = tensor._grad
-                    if grad is not None and grad.dtype != dtype:
-                        grad._rebind(grad.to(dtype))
-
-    def type(self, dst_type: Any) -> 'Module':
-        """Every parameter and buffer cast to `dst_type` (a dtype), as torch's does."""
-        for tensor in [*self.parameters(), *self.buffers()]:
-            with no_grad():
-                tensor._replace(tensor.to(dst_type))
-        return self
-
-    def float(self) -> 'Module': return self.to(torch.float32)
-    def double(self) -> 'Module': return self.to(torch.float64)
-    def half(self) -> 'Module': return self.to(torch.float16)
-    def bfloat16(self) -> 'Module': return self.to(torch.bfloat16)
-
-    def cuda(self, device: Any = None) -> 'Module':
-        """Returns self: GT places tensors itself (see `to`)."""
-        return self
-
-    def cpu(self) -> 'Module':
-        """Returns self: GT places tensors itself (see `to`)."""
-        return self
-
-    def share_memory(self) -> 'Module':
-        """Refused, naming why: torch's Hogwild moves the weights into memory that the
-        processes it starts share, and GT's live on the cluster, in this process's
-        session, which a process started from this one cannot reach."""
-        raise RuntimeError('share_memory: GT tensors live on the cluster, in this process\'s '
-                           'session; a process started from this one cannot reach them '
-                           '(make its model in the process, or train in this one)')
 
     # ---- saving and loading (gt/nn/module_state.py) -------------------------------------
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = '',

@@ -286,3 +286,48 @@ def test_assigning_a_registry_names_the_mistake():
     for foreign in (lambda fc: [nn.Parameter(gt.zeros(2))], lambda fc: {}):
         with pytest.raises(TypeError, match='_parameters is where the module registers'):
             Declares(foreign)
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_train_calls_each_childs_own_train(library):
+    """A backbone that keeps its batch norm in eval whatever its parent's mode: `train()`
+    must call the child's override, as torch's does (GT set every module's flag itself)."""
+    class Backbone(library.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.bn = library.nn.Linear(3, 3), library.nn.BatchNorm1d(3)
+
+        def train(self, mode=True):
+            super().train(mode)
+            self.bn.eval()
+            return self
+
+    class Net(library.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone, self.head = Backbone(), library.nn.Linear(3, 1)
+
+    model = Net()
+    assert model.train() is model
+    assert model.training and model.head.training and model.backbone.fc.training
+    assert not model.backbone.bn.training
+    model.backbone.bn(library.randn(8, 3))
+    assert model.backbone.bn.running_mean.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match='training mode is expected to be boolean'):
+        model.train('eval')
+
+
+def test_keyword_arguments_from_torch_join_gt_as_positional_ones_do():
+    """`model(**batch)` with a batch a DataLoader collated as torch tensors."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(3, 2)
+
+        def forward(self, x, *, scale=None):
+            return gt.nn.functional.linear(x, self.layer.weight, self.layer.bias) * scale
+
+    model, x, scale = Model(), torch.randn(4, 3), torch.tensor(2.0)
+    expected = torch.nn.functional.linear(
+        x, torch.as_tensor(model.layer.weight.tolist()), torch.as_tensor(model.layer.bias.tolist()))
+    assert_close(model(x=x, scale=scale), expected * 2)
