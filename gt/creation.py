@@ -308,6 +308,8 @@ def set_rng_state(new_state: Any) -> None:
     Reading the client's part fetches the state (one round trip) when it is a GT tensor.
     torch's own state (`torch.get_rng_state()`, as a torch checkpoint holds it) sets both
     the workers' generator and this process's, as it set torch's one generator."""
+    if isinstance(new_state, Tensor) and new_state.shape == _TORCH_STATE_SHAPE:
+        new_state = torch.from_numpy(new_state.numpy())  # torch's, loaded by gt.load
     if isinstance(new_state, torch.Tensor) and new_state.shape == _TORCH_STATE_SHAPE:
         own = new_state.cpu().numpy().tobytes()
         new_state = torch.from_numpy(pack(own, own))

@@ -71,6 +71,12 @@ def max_memory_reserved(device: object = None) -> int:
     return 0
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False, as torch answers without CUDA (`'bfloat16' if is_available() and
+    is_bf16_supported() else 'float16'`); GT's workers take bfloat16 on any device."""
+    return False
+
+
 def __getattr__(name: str) -> object:
     raise AttributeError(
         f'gt.cuda has no {name}: a GT client has no CUDA device (gt.cuda.is_available() is '

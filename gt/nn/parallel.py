@@ -17,3 +17,14 @@ class DataParallel(Module):
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         return self.module(*inputs, **kwargs)
+
+
+class DistributedDataParallel(Module):
+    """Importable, as scripts import it at their top; refused when made, naming why: it
+    joins a process group (one process a GPU, launched by torchrun), and a GT script is one
+    process that spreads work over the workers itself."""
+
+    def __init__(self, module: Module, *args: Any, **kwargs: Any) -> None:
+        from gt.distributed import refusal
+
+        raise RuntimeError(refusal('DistributedDataParallel'))

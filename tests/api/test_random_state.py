@@ -92,3 +92,15 @@ def test_torchs_own_state_from_a_torch_checkpoint_sets_every_draw():
         loader = library.utils.data.DataLoader(list(range(6)), batch_size=3, shuffle=True)
         results.append(draws + [next(iter(loader)).tolist()])
     assert results[0] == results[1]
+
+
+def test_torchs_state_loaded_from_a_checkpoint_by_gt_load_sets_both_generators(tmp_path):
+    """A torch checkpoint's `torch.get_rng_state()`, read back by the ported script's
+    `torch.load` (gt.load, which makes its tensors GT's)."""
+    path = str(tmp_path / 'rng.pt')
+    torch.manual_seed(0)
+    torch.save({'rng': torch.get_rng_state()}, path)
+    expected = torch.randn(3)
+    gt.set_rng_state(gt.load(path)['rng'])
+    assert gt.randn(3).tolist() == expected.tolist()
+    assert gt.cuda.is_bf16_supported() is False  # as torch answers without CUDA

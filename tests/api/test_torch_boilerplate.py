@@ -289,8 +289,23 @@ def test_gt_distributed_answers_a_scripts_questions_as_torch_without_a_group():
     assert dist.is_initialized() is False
     with pytest.raises(ValueError, match='Default process group has not been initialized'):
         dist.get_rank()
-    with pytest.raises(AttributeError, match='not a member of a process group'):
+    with pytest.raises(RuntimeError, match='not a member of a process group'):
         dist.init_process_group('gloo')
+
+
+def test_a_ddp_scripts_imports_work_and_what_it_calls_is_refused_by_name():
+    """nanoGPT's train.py imports these at its top, and calls them only when launched by
+    torchrun: the imports failed with a bare ImportError."""
+    from gt.distributed import destroy_process_group, init_process_group
+    from gt.nn.parallel import DistributedDataParallel as DDP
+
+    for call in (lambda: init_process_group(backend='nccl'), destroy_process_group,
+                 lambda: DDP(gt.nn.Linear(2, 2), device_ids=[0])):
+        with pytest.raises(RuntimeError, match='not a member of a process group'):
+            call()
+    with pytest.raises(AttributeError, match='not a member of a process group'):
+        import gt.distributed as dist
+        dist.no_such_function
 
 
 def cpu_boilerplate(module):
