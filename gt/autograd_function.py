@@ -99,6 +99,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from gt.fallback import gt_operands  # gt.fallback imports this module
+
+        args = gt_operands(*args)  # a torch tensor (a batch's labels) joins GT
         separate = cls.setup_context is not Function.setup_context
         if separate:  # setup_context sees every argument, defaults too, as torch's does
             bound = inspect.signature(cls.forward).bind(*args, **kwargs)

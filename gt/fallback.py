@@ -351,6 +351,15 @@ def joined(values: tuple | list) -> tuple:
     return tuple(joined_one(value) for value in values)
 
 
+def gt_operands(*values: Any) -> tuple:
+    """`values`, the torch tensors among them (a DataLoader's batch) joined to GT as data;
+    as they are when there are none (the usual case, checked cheaply)."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            return joined(values)
+    return values
+
+
 def joined_one(value: Any) -> Any:
     if isinstance(value, Snapshot):
         value = gt_form(value)  # a `.data` stands for its GT tensor

@@ -21,7 +21,7 @@ import torch
 from gt.autograd import no_grad
 from gt.autograd_function import Function
 from gt.creation import ones, tensor, zeros
-from gt.fallback import call
+from gt.fallback import call, gt_operands
 from gt.ir.invalid_op import InvalidOpError
 from gt.nn import init
 from gt.nn.module import Module
@@ -36,6 +36,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     statistics and moves the running ones toward them by `momentum` (a number, or for a
     cumulative average the 0-d int64 count of batches seen, whose inverse it is, as the
     module's `momentum=None` passes it); evaluation uses the running ones."""
+    input, running_mean, running_var, weight, bias = gt_operands(
+        input, running_mean, running_var, weight, bias)
     if input.ndim < 2:
         raise InvalidOpError(f'batch_norm: expected an input of at least 2 dims (N, C, ...), got '
                          f'shape {list(input.shape)}')

@@ -16,7 +16,7 @@ import torch
 
 from gt.autograd import is_grad_enabled, no_grad
 from gt.creation import empty_laid_out_like, full, ones, zeros
-from gt.fallback import call, namespace
+from gt.fallback import call, gt_operands, namespace
 from gt.functional import cat
 from gt.ir.invalid_op import InvalidOpError
 from gt.nn.batch_norm import batch_norm
@@ -63,6 +63,7 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def gelu(input: Tensor, approximate: str = 'none') -> Tensor:
+    (input,) = gt_operands(input)
     return input.gelu(approximate=approximate)
 
 
@@ -190,6 +191,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     and a sum). There a contiguous batch with a bias is flattened into rows, as torch's
     is (the bias's gradient then sums the rows of the output's gradient made contiguous,
     too)."""
+    input, weight, bias = gt_operands(input, weight, bias)
     if bias is not None and input.ndim == 2 and weight.ndim == 2:
         if input.dtype in HALF_PRECISION:
             return call('torch.addmm', (bias, input, weight.t()), {})
@@ -321,6 +323,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     of one worker, without dropout, torch's own kernel runs by name instead: its bits,
     forward and backward (the math above rounds otherwise); not for a mask with
     `is_causal`, which torch's fused kernels refuse and its math path takes."""
+    query, key, value, attn_mask = gt_operands(query, key, value, attn_mask)
     if (dropout_p == 0 and query._client.single_worker
             and not (is_causal and attn_mask is not None)):
         return call('torch.nn.functional.scaled_dot_product_attention', (query, key, value),

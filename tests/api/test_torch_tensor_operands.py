@@ -41,3 +41,26 @@ def test_randn_like_of_a_torch_batch_draws_from_the_sessions_generator():
     torch.manual_seed(3)
     got = gt.randn_like(BOUND)
     assert torch.equal(got.cpu(), torch.randn_like(BOUND))
+
+
+X, W, B = torch.randn(4, 6), torch.randn(5, 6), torch.randn(5)
+PROBABILITIES, QKV = torch.rand(4, 6), torch.randn(2, 2, 5, 4)
+NN_CASES = {
+    'linear input': lambda F, c: F.linear(X, c(W), c(B)),
+    'linear all': lambda F, c: F.linear(X, W, B),
+    'gelu': lambda F, c: F.gelu(X),
+    'batch_norm': lambda F, c: F.batch_norm(X, None, None, training=True),
+    'sdpa key and value': lambda F, c: F.scaled_dot_product_attention(c(QKV), QKV, QKV),
+    'bce target': lambda F, c: F.binary_cross_entropy(c(PROBABILITIES), PROBABILITIES.round()),
+    'bce with logits target': lambda F, c: F.binary_cross_entropy_with_logits(
+        c(X), PROBABILITIES.round()),
+}
+
+
+@pytest.mark.parametrize('case', NN_CASES)
+def test_a_torch_operand_of_a_functional_joins_gt(case):
+    """A DataLoader's labels are torch tensors: these raised AttributeError '_client' or
+    "save_for_backward can only save variables" (the losses' own autograd Functions)."""
+    got = NN_CASES[case](gt.nn.functional, gt.tensor)
+    expected = NN_CASES[case](torch.nn.functional, lambda t: t)
+    torch.testing.assert_close(torch.as_tensor(got.tolist()), expected)
