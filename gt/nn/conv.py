@@ -119,14 +119,20 @@ class _ConvNd(Module):
             text += f', padding_mode={self.padding_mode}'
         return text
 
-    def _convolve(self, convolution: Any, input: Tensor) -> Tensor:
+    def _convolve(self, convolution: Any, input: Tensor, weight: Tensor,
+                  bias: Tensor | None) -> Tensor:
         """The padding modes other than zeros pad first (F.pad by name), as torch does."""
         if self.padding_mode == 'zeros':
-            return convolution(input, self.weight, self.bias, self.stride, self.padding,
-                               self.dilation, self.groups)
+            return convolution(input, weight, bias, self.stride, self.padding, self.dilation,
+                               self.groups)
         padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-        return convolution(padded, self.weight, self.bias, self.stride,
-                           (0,) * self.dimensions, self.dilation, self.groups)
+        return convolution(padded, weight, bias, self.stride, (0,) * self.dimensions,
+                           self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """`_conv_forward` with the layer's weight and bias, as torch's: a subclass that
+        standardizes or masks its weight calls that with its own."""
+        return self._conv_forward(input, self.weight, self.bias)
 
 
 class Conv1d(_ConvNd):
@@ -134,8 +140,8 @@ class Conv1d(_ConvNd):
 
     dimensions = 1
 
-    def forward(self, input: Tensor) -> Tensor:
-        return self._convolve(F.conv1d, input)
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        return self._convolve(F.conv1d, input, weight, bias)
 
 
 class Conv2d(_ConvNd):
@@ -143,8 +149,8 @@ class Conv2d(_ConvNd):
 
     dimensions = 2
 
-    def forward(self, input: Tensor) -> Tensor:
-        return self._convolve(F.conv2d, input)
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        return self._convolve(F.conv2d, input, weight, bias)
 
 
 class Conv3d(_ConvNd):
@@ -152,8 +158,8 @@ class Conv3d(_ConvNd):
 
     dimensions = 3
 
-    def forward(self, input: Tensor) -> Tensor:
-        return self._convolve(F.conv3d, input)
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        return self._convolve(F.conv3d, input, weight, bias)
 
 
 class _ConvTransposeNd(_ConvNd):

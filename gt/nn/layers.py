@@ -107,6 +107,14 @@ class Embedding(Module):
                                      'embedding_dim')
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
+    def reset_parameters(self) -> None:
+        """N(0, 1) again, the padding row zeroed, as torch's (an init loop over
+        `hasattr(m, 'reset_parameters')` reaches this layer too)."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
+
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: bool = True,
                         padding_idx: int | None = None, max_norm: float | None = None,
@@ -150,6 +158,12 @@ class LayerNorm(Module):
                                 if elementwise_affine else None)
         self.register_parameter('bias', Parameter(zeros(*shape, dtype=dtype))
                                 if elementwise_affine and bias else None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)

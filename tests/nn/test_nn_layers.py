@@ -191,3 +191,39 @@ def test_dropout_draws_torchs_mask_after_the_same_seed():
     ty.sum().backward()
     assert torch.equal(y.data, ty.detach())
     assert torch.equal(x.grad.data, tx.grad)
+
+
+def test_reset_parameters_of_embedding_and_layer_norm_is_torchs():
+    """The init loop `if hasattr(m, 'reset_parameters'): m.reset_parameters()` skipped
+    them: GT's Embedding and LayerNorm had none."""
+    results = {}
+    for library in (gt, torch):
+        library.manual_seed(4)
+        embedding = library.nn.Embedding(6, 3, padding_idx=2)
+        norm = library.nn.LayerNorm(3)
+        with library.no_grad():
+            norm.weight.fill_(5.0)
+            norm.bias.fill_(5.0)
+        for module in (embedding, norm):
+            module.reset_parameters()
+        results[library] = [embedding.weight.tolist(), norm.weight.tolist(), norm.bias.tolist()]
+    assert results[gt] == results[torch]
+
+
+def test_a_conv_subclass_convolves_its_own_weight_through_conv_forward():
+    """Weight standardization as written for torch: `self._conv_forward(x, w, self.bias)`."""
+    def standardized(library):
+        class StdConv2d(library.nn.Conv2d):
+            def forward(self, x):
+                w = self.weight
+                mean = w.mean(dim=(1, 2, 3), keepdim=True)
+                std = w.std(dim=(1, 2, 3), keepdim=True)
+                return self._conv_forward(x, (w - mean) / (std + 1e-5), self.bias)
+        return StdConv2d
+
+    torch.manual_seed(1)
+    theirs = standardized(torch)(3, 4, 3, padding=1, padding_mode='reflect')
+    mine = standardized(gt)(3, 4, 3, padding=1, padding_mode='reflect')
+    mine.load_state_dict(theirs.state_dict())
+    x = torch.randn(2, 3, 6, 6)
+    torch.testing.assert_close(torch.as_tensor(mine(gt.tensor(x)).tolist()), theirs(x))
