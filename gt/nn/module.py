@@ -4,6 +4,7 @@ through `state_dict()`, which holds torch tensors, so weights move both ways bet
 and PyTorch models.
 """
 
+import itertools
 from collections import OrderedDict
 from typing import Any, Iterator
 
@@ -131,6 +132,7 @@ class Module(CastMethods):
             raise TypeError(f'{name} is where the module registers its own entries (assigning '
                             f'them as attributes does it); a child module\'s are found '
                             f'through it already, so there is nothing to assign')
+        _refuse_torchs(name, value)
         registries = self.__dict__.get('_parameters'), self.__dict__.get('_modules')
         if isinstance(value, (Parameter, Module)) and None in registries:
             raise AttributeError(f'cannot assign {type(value).__name__} {name!r} before '
@@ -217,8 +219,12 @@ class Module(CastMethods):
 
     def add_module(self, name: str, module: 'Module | None') -> None:
         """torch's checks of the name too: a dotted one would break state_dict's keys."""
+        _refuse_torchs(name, module)
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f'{type(module).__name__} is not a Module subclass')
+            kind = type(module).__name__
+            raise TypeError(f'torch.nn.{kind} is torch\'s module, not GT\'s: use gt.nn.{kind}'
+                            if isinstance(module, torch.nn.Module) else
+                            f'{kind} is not a Module subclass')
         if not isinstance(name, str):
             raise TypeError(f'module name should be a string. Got {type(name).__name__}')
         if hasattr(self, name) and name not in self._modules:
@@ -439,3 +445,17 @@ def _as_buffer(name: str, value: Any) -> Tensor | None:
         return tensor(value.detach())
     raise TypeError(f'cannot assign {type(value).__name__} as buffer {name!r} '
                     '(gt.Tensor or None expected)')
+
+
+def _refuse_torchs(name: str, value: Any) -> None:
+    """A torch.nn layer with weights, or a torch Parameter, left in a half-ported model
+    would run but never train: GT's parameters(), state_dict and optimizers do not see
+    torch's. (A torch module without any, torchvision's Normalize say, is a plain
+    attribute, as before.)"""
+    if isinstance(value, torch.nn.Parameter) or (
+            isinstance(value, torch.nn.Module) and
+            any(True for _ in itertools.chain(value.parameters(), value.buffers()))):
+        kind = type(value).__name__
+        raise TypeError(f'cannot assign torch.nn.{kind} {name!r} to a GT module: its tensors '
+                        f"are torch's, which GT's parameters(), state_dict and optimizers do "
+                        f'not see; use gt.nn.{kind} (import gt.nn as nn)')

@@ -331,3 +331,22 @@ def test_keyword_arguments_from_torch_join_gt_as_positional_ones_do():
     expected = torch.nn.functional.linear(
         x, torch.as_tensor(model.layer.weight.tolist()), torch.as_tensor(model.layer.bias.tolist()))
     assert_close(model(x=x, scale=scale), expected * 2)
+
+
+def test_a_torch_layer_with_weights_left_in_a_gt_model_is_refused_by_name():
+    """A half-ported model's torch.nn.Linear ran, but its weights were never in
+    parameters() or state_dict, and never trained. A torch module without tensors
+    (torchvision's Normalize, say) stays a plain attribute."""
+    class HalfPorted(nn.Module):
+        def __init__(self, head):
+            super().__init__()
+            self.act = torch.nn.ReLU()
+            self.head = head
+
+    with pytest.raises(TypeError, match="torch.nn.Linear 'head'.*use gt.nn.Linear"):
+        HalfPorted(torch.nn.Linear(3, 2))
+    with pytest.raises(TypeError, match="torch.nn.Parameter 'head'.*use gt.nn.Parameter"):
+        HalfPorted(torch.nn.Parameter(torch.ones(2)))
+    with pytest.raises(TypeError, match="torch.nn.ReLU is torch's module, not GT's"):
+        nn.Sequential(torch.nn.ReLU())
+    assert HalfPorted(None).act(gt.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
