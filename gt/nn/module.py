@@ -86,7 +86,7 @@ class Module(CastMethods):
     def register_forward_hook(self, hook: Any, *, prepend: bool = False,
                               with_kwargs: bool = False, always_call: bool = False) -> Any:
         """`hook(module, args, output)` after forward; a result not None replaces output.
-        (`always_call` is kept, as torch's flag, but a forward that raises calls none.)"""
+        `always_call`: also when forward raises (output None), as torch's."""
         flags = (('_forward_hooks_with_kwargs',) if with_kwargs else ()) + \
             (('_forward_hooks_always_called',) if always_call else ())
         return module_hooks.add_hook(self, '_forward_hooks', hook, prepend, flags)

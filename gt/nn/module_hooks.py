@@ -114,6 +114,30 @@ def register_module_full_backward_hook(hook: Any) -> RemovableHandle:
 
 
 def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
+    """The module's forward with every hook, in torch's order. If anything raises, the
+    forward hooks registered with `always_call` that have not run yet run (with output
+    None; an error of theirs only warns), as torch's do, and the error goes on."""
+    called: set = set()
+    try:
+        return _call_with_hooks(module, args, kwargs, called)
+    except Exception:
+        for registry, with_kwargs, always in (
+                (GLOBAL_FORWARD, GLOBAL_FORWARD_WITH_KWARGS, GLOBAL_FORWARD_ALWAYS_CALLED),
+                (module._forward_hooks, module._forward_hooks_with_kwargs,
+                 module._forward_hooks_always_called)):
+            for key, hook in list(registry.items()):
+                if key in always and (id(registry), key) not in called:
+                    try:
+                        hook(module, args, kwargs, None) if key in with_kwargs else \
+                            hook(module, args, None)
+                    except Exception as error:
+                        warnings.warn('module forward hook with ``always_call=True`` raised '
+                                      'an exception that was silenced as another error was '
+                                      f'raised in forward: {error}')
+        raise
+
+
+def _call_with_hooks(module: Any, args: tuple, kwargs: dict, called: set) -> Any:
     for hook in list(GLOBAL_FORWARD_PRE.values()):
         result = hook(module, args)
         if result is not None:
@@ -136,6 +160,7 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     for registry, with_kwargs in ((GLOBAL_FORWARD, GLOBAL_FORWARD_WITH_KWARGS),
                                   (module._forward_hooks, module._forward_hooks_with_kwargs)):
         for key, hook in list(registry.items()):
+            called.add((id(registry), key))
             result = hook(module, args, kwargs, output) if key in with_kwargs else \
                 hook(module, args, output)
             if result is not None:

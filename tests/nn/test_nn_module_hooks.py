@@ -220,3 +220,29 @@ def hooked_everywhere(lib):
 
 def test_hooks_on_every_module_run_as_torchs():
     assert hooked_everywhere(gt) == hooked_everywhere(torch)
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_always_call_hooks_run_when_forward_raises(library):
+    """GT kept the flag but ran no hook when forward raised (a profiling hook that closes
+    what its pre-hook opened must run)."""
+    seen = []
+
+    class Failing(library.nn.Module):
+        def forward(self, x):
+            raise ValueError('bad batch')
+
+    module = Failing()
+    handles = [
+        library.nn.modules.module.register_module_forward_hook(
+            lambda m, args, out: seen.append(('global', out)), always_call=True),
+        module.register_forward_hook(lambda m, args, out: seen.append(('module', out)),
+                                     always_call=True),
+        module.register_forward_hook(lambda m, args, out: seen.append(('not always', out)))]
+    try:
+        with pytest.raises(ValueError, match='bad batch'):
+            module(library.ones(2))
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert seen == [('global', None), ('module', None)]
