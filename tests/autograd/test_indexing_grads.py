@@ -1,5 +1,5 @@
 """Gradients of the indexing ops ('getitem', 'setitem', 'gather', 'scatter_add',
-'index_add', 'embedding') against torch; index tensors get no gradient."""
+'index_add', 'embedding', 'embedding_backward') against torch; index tensors get no gradient."""
 
 import numpy as np
 import pytest
@@ -112,3 +112,11 @@ def test_index_add_1d_and_0d():
                                      np.array(2)], ids=['1d', '2d', '0d'])
 def test_embedding(indices):
     check_vs_torch(lambda w: op('embedding', w, like(w, indices)), (5, 3))
+
+
+@pytest.mark.parametrize('indices', [np.array([1, 3, 1]), np.array([[0, 4], [4, 4]])],
+                         ids=['1d', '2d'])
+def test_embedding_backward(indices):
+    """The gradient of embedding's gradient (a gradient penalty through an embedding)."""
+    check_vs_torch(lambda g: op('embedding_backward', g, like(g, indices), rows=5),
+                   indices.shape + (3,))

@@ -100,6 +100,16 @@ def test_embedding(indices_shape, dtypes):
              torch.nn.functional.embedding(indices, weight))
 
 
+@pytest.mark.parametrize('indices_shape', [(4,), (2, 3), ()])
+@pytest.mark.parametrize('dtype', [f32, f16, torch.bfloat16, torch.float64], ids=str)
+def test_embedding_backward(indices_shape, dtype):
+    """torch's embedding gradient: repeated indices sum, in half precision as torch sums."""
+    indices = tensor(indices_shape, i64, low=0, high=5)
+    grad = tensor(indices_shape + (3,), dtype)
+    check_op('embedding_backward', [grad, indices], {'rows': 5},
+             torch.ops.aten.embedding_dense_backward(grad, indices, 5, -1, False))
+
+
 @pytest.mark.parametrize('x_shape, index_length, dim', [
     ((3, 4), 5, 0), ((3, 4), 2, 1), ((3, 4), 6, -1), ((2, 3, 4), 3, 1), ((5,), 7, 0),
     ((5,), 0, 0),
