@@ -188,16 +188,18 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     bias inside the product and rounds once, where a product and a sum round twice (in
     float32 from about 200 inputs on, an ulp apart). In half precision by name, on any
     cluster; else GT's `addmm` row, on a cluster of one worker (several shard a product
-    and a sum). There a contiguous batch with a bias is flattened into rows, as torch's
-    is (the bias's gradient then sums the rows of the output's gradient made contiguous,
-    too)."""
+    and a sum). There a contiguous batch is flattened into rows, as torch's is (the
+    bias's gradient then sums the rows of the output's gradient made contiguous, too),
+    so the weight's gradient is the matrix product's, in torch's layout, as recorded:
+    a batch's product left it to a pass (`fold_transposes`) that sees one fragment, and
+    where the 256-op cut fell between the product and its transpose it was 1 ulp off."""
     input, weight, bias = gt_operands(input, weight, bias)
     if bias is not None and input.ndim == 2 and weight.ndim == 2:
         if input.dtype in HALF_PRECISION:
             return call('torch.addmm', (bias, input, weight.t()), {})
         if input._client.single_worker and bias.ndim == 1 and input.is_floating_point():
             return emit('addmm', bias, input, weight.transpose(0, 1))
-    if (bias is not None and input.ndim > 2 and weight.ndim == 2 and input.numel()
+    if (input.ndim > 2 and weight.ndim == 2 and input.numel()
             and input._client.single_worker and input.is_contiguous()):
         rows = input.reshape(math.prod(input.shape[:-1]), input.shape[-1])
         return linear(rows, weight, bias).view(*input.shape[:-1], weight.shape[0])

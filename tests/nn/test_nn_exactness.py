@@ -155,3 +155,24 @@ def test_a_wide_mlp_trains_exactly_as_in_torch():
     exact = len(gt.runtime.client.current().workers) == 1
     for got, expected in zip(run(gt), run(torch), strict=True):
         assert (got == expected).all() if exact else np.allclose(got, expected, atol=1e-5)
+
+
+def test_a_batched_linears_weight_gradient_does_not_depend_on_where_a_fragment_ends():
+    """GT sends a script's ops in fragments of at most 256. A bias-less Linear on a batch
+    had its weight's gradient put in torch's layout by a pass over one fragment; where the
+    cut fell between the product and its transpose, the gradient was 1 ulp off torch's
+    (the lecture gpt.py's per-head keys). Unrelated ops before the step move the cut
+    across it."""
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 16, 32), torch.randn(8, 32) * 0.02
+    expected = w.clone().requires_grad_()
+    torch.nn.functional.linear(x, expected).pow(2).sum().backward()
+    gx = gt.tensor(x)
+    for pad in range(236, 258):
+        gt.sync()
+        filler = gt.zeros(1)
+        for _ in range(pad):
+            filler = filler + 1
+        weight = gt.tensor(w).requires_grad_()
+        gt.nn.functional.linear(gx, weight).pow(2).sum().backward()
+        assert torch.equal(weight.grad.data, expected.grad), f'{pad} ops before the step'
