@@ -13,6 +13,7 @@ from typing import Any
 
 from gt.autograd import no_grad
 from gt.creation import tensor, zeros
+from gt.nn import module_hooks
 from gt.nn.batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from gt.nn.conv import (
     Conv1d,
@@ -27,8 +28,10 @@ from gt.nn.module import Module
 from gt.nn.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from gt.nn.parameter import Parameter
 
-# What the lazy module keeps of its own when it becomes the real one.
-KEPT = ('_parameters', '_buffers', '_modules', '_non_persistent_buffers_set', 'training')
+# What the lazy module keeps of its own when it becomes the real one: its tensors, mode
+# and hooks (the real module's registries are empty).
+KEPT = ('_parameters', '_buffers', '_modules', '_non_persistent_buffers_set', 'training',
+        *module_hooks.REGISTRIES)
 
 
 class _Lazy(Module):
@@ -38,17 +41,26 @@ class _Lazy(Module):
     def __init__(self, *args: Any, bias: bool = True, **kwargs: Any) -> None:
         super().__init__()
         self._arguments = (args, {'bias': bias, **kwargs})
-        self.weight = Parameter(zeros(0))
-        self.bias = Parameter(zeros(0)) if bias else None
+        dtype = kwargs.get('dtype')
+        self.weight = Parameter(zeros(0, dtype=dtype))
+        self.bias = Parameter(zeros(0, dtype=dtype)) if bias else None
 
     def _size(self, input: Any) -> int:
         """The size the real module is made with: the features, or the channels."""
         return input.shape[-1] if self.input_dims == 1 else input.shape[
             1 if input.ndim == self.input_dims + 1 else 0]
 
-    def forward(self, input: Any) -> Any:
+    def _size_in(self, weight: Any) -> int:
+        """The size a checkpoint's weight of the real module says it was made with."""
+        return weight.shape[1]
+
+    def _materialize(self, size: int) -> None:
         args, kwargs = self._arguments
-        made = self.cls_to_become(self._size(input), *args, **kwargs)
+        for held in (*self._parameters.values(), *self._buffers.values()):
+            if held is not None and held.dtype.is_floating_point:  # `.double()` casts these
+                kwargs = {**kwargs, 'dtype': held.dtype}
+                break
+        made = self.cls_to_become(size, *args, **kwargs)
         del self._arguments
         with no_grad():
             for held, own in ((made._parameters, self._parameters),
@@ -60,7 +72,23 @@ class _Lazy(Module):
             if name not in KEPT:
                 self.__dict__[name] = value
         self.__class__ = self.cls_to_become
-        return self(input)
+
+    def forward(self, input: Any) -> Any:
+        self._materialize(self._size(input))
+        return self.forward(input)  # inside this call: its hooks run once, around it
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *rest: Any) -> None:
+        """A checkpoint loaded before the first call sizes the module, as torch's lazy
+        load hook does: from the saved weight (a norm's from its running mean)."""
+        for name in ('weight', 'running_mean'):
+            if hasattr(state_dict.get(prefix + name), 'shape'):
+                self._materialize(self._size_in(state_dict[prefix + name]) if name == 'weight'
+                                  else state_dict[prefix + name].shape[0])
+                break
+        if isinstance(self, _Lazy):  # nothing saved to size it by: loads as it is
+            super()._load_from_state_dict(state_dict, prefix, *rest)
+        else:
+            self._load_from_state_dict(state_dict, prefix, *rest)
 
 
 class LazyLinear(_Lazy):
@@ -92,6 +120,9 @@ class _LazyConv(_Lazy):
             padding) if isinstance(padding, (tuple, list)) else (padding,) * dims
         self.output_padding = (0,) * dims
 
+    def _size_in(self, weight: Any) -> int:
+        return weight.shape[1] * self.groups
+
     def extra_repr(self) -> str:
         return self.cls_to_become.extra_repr(self)  # its in_channels 0, as torch prints
 
@@ -110,6 +141,9 @@ class _LazyConvTranspose(_LazyConv):
         self.output_padding = tuple(output_padding) if isinstance(
             output_padding, (tuple, list)) else (output_padding,) * dims
 
+    def _size_in(self, weight: Any) -> int:
+        return weight.shape[0]
+
 
 class _LazyNorm(_Lazy):
     """A norm's features are its input's dim 1, as torch's lazy norms take them; affine
@@ -124,14 +158,17 @@ class _LazyNorm(_Lazy):
                                     track_running_stats=tracks, dtype=dtype))
         self.num_features, self.eps, self.momentum = 0, eps, momentum
         self.affine, self.track_running_stats = affine, tracks
-        self.weight = Parameter(zeros(0)) if affine else None
-        self.bias = Parameter(zeros(0)) if affine else None
+        self.weight = Parameter(zeros(0, dtype=dtype)) if affine else None
+        self.bias = Parameter(zeros(0, dtype=dtype)) if affine else None
         for name in ('running_mean', 'running_var'):
-            self.register_buffer(name, zeros(0) if tracks else None)
+            self.register_buffer(name, zeros(0, dtype=dtype) if tracks else None)
         self.register_buffer('num_batches_tracked', tensor(0) if tracks else None)
 
     def _size(self, input: Any) -> int:
         return input.shape[1]
+
+    def _size_in(self, weight: Any) -> int:
+        return weight.shape[0]
 
     def extra_repr(self) -> str:
         return self.cls_to_become.extra_repr(self)

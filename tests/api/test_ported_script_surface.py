@@ -220,3 +220,32 @@ def test_optimizers_print_torchs_defaults_and_numpy_takes_force():
         theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(1))], lr=0.1)
         assert repr(mine) == repr(theirs)  # 'momentum: 0', not 0.0
     assert gt.ones(2).numpy(force=True).tolist() == torch.ones(2).numpy(force=True).tolist()
+
+
+LAZY_LOADS = [('LazyLinear', (2,), (4, 3)), ('LazyConv2d', (4, 3), (1, 2, 5, 5)),
+              ('LazyConvTranspose1d', (3, 2), (2, 4, 5)), ('LazyBatchNorm1d', (), (4, 3))]
+
+
+@pytest.mark.parametrize('case', LAZY_LOADS, ids=[case[0] for case in LAZY_LOADS])
+def test_a_lazy_layer_takes_its_size_from_a_checkpoint_its_dtype_from_a_cast_and_keeps_hooks(
+        case):
+    """Loading before the first call sized it in torch and failed here with a size
+    mismatch; `.double()` before it left GT's weights float32; and its hooks were lost
+    when it became the real layer (the pre-hook ran once, the forward hook never)."""
+    name, args, shape = case
+    torch.manual_seed(0)
+    saved = getattr(torch.nn, name.replace('Lazy', ''))(shape[1], *args).state_dict()
+    seen = {}
+    for lib in (gt, torch):
+        calls = seen[lib] = []
+        loaded = getattr(lib.nn, name)(*args)
+        loaded.load_state_dict(saved)
+        cast = getattr(lib.nn, name)(*args).double()
+        cast.register_forward_pre_hook(lambda module, inputs: calls.append('pre'))
+        cast.register_forward_hook(lambda module, inputs, output: calls.append('post'))
+        for _ in range(2):
+            cast(lib.randn(*shape, dtype=lib.float64))
+        assert {key: value.tolist() for key, value in loaded.state_dict().items()} == \
+            {key: value.tolist() for key, value in saved.items()}
+        assert {p.dtype for p in cast.parameters()} <= {torch.float64}
+    assert seen[gt] == seen[torch] == ['pre', 'post'] * 2
