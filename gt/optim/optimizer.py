@@ -120,7 +120,10 @@ class Optimizer:
             if not param.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
             if id(param) in known:
-                raise ValueError('a parameter appears twice in the parameter groups')
+                raise ValueError('a parameter appears twice in the parameter groups (a tied '
+                                 'weight collected from two modules?); torch warns and '
+                                 'updates it twice a step: pass each parameter once, e.g. '
+                                 'list(dict.fromkeys(params))')
             known.add(id(param))
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
