@@ -211,6 +211,18 @@ class Module(CastMethods):
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, parameter: Parameter | None) -> None:
+        """torch's checks of the name, in its words: a dotted one would break state_dict's
+        keys, and `training` would be replaced."""
+        if '_parameters' not in self.__dict__:
+            raise AttributeError('cannot assign parameter before Module.__init__() call')
+        if not isinstance(name, str):
+            raise TypeError(f'parameter name should be a string. Got {type(name).__name__}')
+        if '.' in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == '':
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
         if parameter is not None and not isinstance(parameter, Parameter):
             raise TypeError(f'cannot assign {type(parameter).__name__} as parameter {name!r} '
                             '(gt.nn.Parameter or None expected)')

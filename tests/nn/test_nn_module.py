@@ -350,3 +350,15 @@ def test_a_torch_layer_with_weights_left_in_a_gt_model_is_refused_by_name():
     with pytest.raises(TypeError, match="torch.nn.ReLU is torch's module, not GT's"):
         nn.Sequential(torch.nn.ReLU())
     assert HalfPorted(None).act(gt.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+
+
+@pytest.mark.parametrize('name', ['a.b', '', 'training', 'forward', 3])
+def test_register_parameter_checks_the_name_as_torch(name):
+    """A dotted name broke the state_dict round trip, and 'training' replaced the flag."""
+    errors = []
+    for library in (gt, torch):
+        with pytest.raises((KeyError, TypeError)) as raised:
+            library.nn.Linear(2, 2).register_parameter(
+                name, library.nn.Parameter(library.ones(1)))
+        errors.append((raised.type, str(raised.value)))
+    assert errors[0] == errors[1]
