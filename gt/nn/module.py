@@ -194,35 +194,30 @@ class Module(CastMethods):
                         ) -> None:
         """A tensor that is part of the state but not a parameter; a persistent one is
         saved in state_dict. torch's checks of the name, in its words."""
-        if '_buffers' not in self.__dict__:
-            raise AttributeError('cannot assign buffer before Module.__init__() call')
-        if not isinstance(name, str):
-            raise TypeError(f'buffer name should be a string. Got {type(name).__name__}')
-        if '.' in name:
-            raise KeyError('buffer name can\'t contain "."')
-        if name == '':
-            raise KeyError('buffer name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_entry_name('buffer', '_buffers', name)
         self._buffers[name] = _as_buffer(name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
             self._non_persistent_buffers_set.add(name)
 
+    def _check_entry_name(self, kind: str, registry: str, name: Any) -> None:
+        """torch's checks of a buffer's or parameter's name, in its words."""
+        if registry not in self.__dict__:
+            raise AttributeError(f'cannot assign {kind} before Module.__init__() call')
+        if not isinstance(name, str):
+            raise TypeError(f'{kind} name should be a string. Got {type(name).__name__}')
+        if '.' in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == '':
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[registry]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, parameter: Parameter | None) -> None:
         """torch's checks of the name, in its words: a dotted one would break state_dict's
         keys, and `training` would be replaced."""
-        if '_parameters' not in self.__dict__:
-            raise AttributeError('cannot assign parameter before Module.__init__() call')
-        if not isinstance(name, str):
-            raise TypeError(f'parameter name should be a string. Got {type(name).__name__}')
-        if '.' in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == '':
-            raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_entry_name('parameter', '_parameters', name)
         if parameter is not None and not isinstance(parameter, Parameter):
             raise TypeError(f'cannot assign {type(parameter).__name__} as parameter {name!r} '
                             '(gt.nn.Parameter or None expected)')
