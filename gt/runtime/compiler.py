@@ -257,10 +257,12 @@ class Compiler:
                                'the CPU; choose eager, aot_eager or inductor for a CPU worker')
         compiled = torch.compile(graph_module.build(steps, region, self.device),
                                  backend=backend, dynamic=False)
+        numbers = _cpu_numbers(examples) if backend == 'cudagraphs' else []
+        examples = _on_device(examples, numbers, self.device)
         with torch.inference_mode():  # as the worker runs: the guards must match its calls
             compiled(*examples)
         run = torch._dynamo.run(compiled)
-        return _copying_outputs(run) if backend == 'cudagraphs' else run
+        return _replaying(run, numbers, self.device) if backend == 'cudagraphs' else run
 
     def tell(self, session: int, warning: str, origin: Callable[[int], list]) -> None:
         """Warn `session` of `warning` at its next fetch, unless it was warned already."""
@@ -324,14 +326,32 @@ def _prompt_interpreter_handoffs() -> Iterator[None]:
         sys.setswitchinterval(usual)
 
 
-def _copying_outputs(run: Any) -> Any:
-    """A CUDA graph replays into memory of its own, which its next replay overwrites,
-    while a region's outputs live on as the worker's tensors (a parameter, a momentum
-    buffer): each is copied out as soon as the replay ends (a device copy, as torch
-    advises for outputs kept across runs)."""
+def _cpu_numbers(examples: Any) -> list[int]:
+    """Which inputs are number operands, 0-d CPU tensors on a GPU worker as torch keeps
+    a Python number (engines._torch_literal): torch's cudagraphs backend would skip its
+    graphs for them (with a warning of 26 lines)."""
+    return [index for index, value in enumerate(examples) if isinstance(value, torch.Tensor)
+            and value.device.type == 'cpu' and value.dim() == 0]
+
+
+def _on_device(inputs: Any, numbers: list[int], device: Any) -> Any:
+    if not numbers:
+        return inputs
+    inputs = list(inputs)
+    for index in numbers:
+        inputs[index] = inputs[index].to(device, non_blocking=True)
+    return inputs
+
+
+def _replaying(run: Any, numbers: list[int], device: Any) -> Any:
+    """A CUDA graph's run: its number operands moved to the device (a replay copies each
+    input into the graph's own), and its outputs copied out as soon as the replay ends.
+    A CUDA graph replays into memory of its own, which its next replay overwrites, while
+    a region's outputs live on as the worker's tensors (a parameter, a momentum buffer):
+    a device copy, as torch advises for outputs kept across runs."""
     def replay(*inputs: Any) -> tuple:
         return tuple(output.clone() if isinstance(output, torch.Tensor) else output
-                     for output in run(*inputs))
+                     for output in run(*_on_device(inputs, numbers, device)))
 
     return replay
 
