@@ -39,6 +39,8 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
 
 def matmul(a: Tensor, b: Tensor, *, out: Tensor | None = None) -> Tensor:
     return a @ b if out is None else written_out(a @ b, out, 'matmul')
+
+
 def tensor_input(function: Callable) -> Callable:
     """torch's TypeError for an input that is not a tensor (`gt.exp(1.0)`), where calling
     its method would raise an AttributeError; `input=` as a keyword, as torch takes it."""
