@@ -116,9 +116,12 @@ def _walk(obj: Any, visit: Callable[[Any], Any], kind: type = Tensor,
     if isinstance(obj, dict):
         # A copy keeps the type and what it carries (a defaultdict's factory, the
         # `_metadata` of torch's state dicts).
+        # Each entry assigned: a Counter's `update` counts what it is given (a resumed
+        # MultiStepLR's milestones became pairs, and its learning rate never fell).
         rebuilt = copy.copy(obj)
         rebuilt.clear()
-        rebuilt.update((key, _walk(value, visit, kind, modules)) for key, value in obj.items())
+        for key, value in obj.items():
+            rebuilt[key] = _walk(value, visit, kind, modules)
         return rebuilt
     if isinstance(obj, tuple) and hasattr(obj, '_fields'):
         return type(obj)(*(_walk(item, visit, kind, modules) for item in obj))

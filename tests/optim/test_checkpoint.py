@@ -195,3 +195,30 @@ def test_an_optimizer_state_saves_in_torchs_layout(tmp_path):
     assert list(state['state']) == [0, 1]
     assert state['state'][0]['momentum_buffer'].shape == (2, 3)
     assert state['param_groups'][0]['params'] == [0, 1]
+
+
+@pytest.mark.parametrize('writer', ['gt.save', 'torch.save'])
+def test_a_multistep_schedule_resumed_from_a_saved_checkpoint_still_decays(writer, tmp_path):
+    """MultiStepLR keeps its milestones in a Counter, which gt.save and gt.load rebuilt
+    with Counter.update: the milestones became (milestone, count) pairs, nothing raised,
+    and the resumed run trained at the first learning rate for good."""
+    def resumed(library, path):
+        optimizer = library.optim.SGD(library.nn.Linear(2, 2).parameters(), lr=0.1)
+        schedule = library.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[3, 6],
+                                                          gamma=0.1)
+        schedule.load_state_dict(library.load(path)['scheduler'])
+        rates = []
+        for _ in range(8):
+            optimizer.step()
+            schedule.step()
+            rates.append(round(optimizer.param_groups[0]['lr'], 6))
+        return rates
+
+    path = str(tmp_path / 'checkpoint.pt')
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[3, 6], gamma=0.1)
+    {'gt.save': gt.save, 'torch.save': torch.save}[writer](
+        {'scheduler': schedule.state_dict()}, path)
+    assert torch.load(path, weights_only=False)['scheduler']['milestones'] == \
+        schedule.state_dict()['milestones']
+    assert resumed(gt, path) == resumed(torch, path)
