@@ -260,7 +260,13 @@ class ShapeMethods:
         return self if views.is_contiguous_view(self) else core.apply('contiguous', [self])
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return views.is_contiguous_view(self)
+        """Another memory format (`channels_last`) is answered for GT's layout as torch
+        would answer it: GT accepts memory formats everywhere and keeps torch's default
+        layout, so a fresh NCHW tensor is not channels-last contiguous."""
+        if memory_format in (None, torch.contiguous_format):
+            return views.is_contiguous_view(self)
+        laid_out = torch.empty_strided(tuple(self.shape), self.stride(), device='meta')
+        return laid_out.is_contiguous(memory_format=memory_format)
 
     def stride(self, dim: int | None = None):
         """torch's strides for this tensor: a view's in its base, as torch lays it out."""

@@ -453,3 +453,14 @@ def test_tensor_split_takes_torchs_keywords():
     for keywords in ({'sections': 2}, {'indices': [1]}, {'sections': 3, 'dim': -1}):
         got = [t.shape for t in gt.zeros(4).tensor_split(**keywords)]
         assert got == [t.shape for t in torch.zeros(4).tensor_split(**keywords)]
+
+
+def test_memory_formats_are_accepted_and_answered_for_the_default_layout():
+    """GT keeps torch's default layout: asked whether a fresh NCHW tensor is channels-last
+    contiguous it said True; torch says False (True where C or H*W is 1)."""
+    for library in (gt, torch):
+        x = library.randn(2, 3, 4, 4)
+        assert x.is_contiguous() and x.contiguous(memory_format=library.channels_last).shape \
+            == (2, 3, 4, 4)
+        assert not x.is_contiguous(memory_format=library.channels_last)
+        assert library.randn(2, 1, 4, 4).is_contiguous(memory_format=library.channels_last)
