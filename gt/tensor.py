@@ -29,7 +29,6 @@ from gt.plain_attrs import plain_attrs
 from gt.runtime import client as connection
 from gt.runtime import ownership
 from gt.runtime.interrupts import release_when_collected
-from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
 from gt.signal import current_scope
 from gt.tensor_device import DeviceMethods
 from gt.tensor_math import MathMethods
@@ -378,7 +377,7 @@ def apply(op: str, inputs: list[Tensor], **attrs: Any) -> Any:
             signal.check_created(scope, types[0].shape, [w['index'] for w in client.workers])
     for tensor in inputs:
         if tensor._client is not client:
-            _refuse_mixed_sessions(client, tensor._client)
+            ownership.refuse_mixed_sessions(client, tensor._client)
     first = client.record(op, [t._id for t in inputs], attrs, len(types), current_scope())
     if len(types) == 1:
         result = wrap(first, types[0], client)
@@ -415,21 +414,11 @@ def apply_binary(op: str, left: Tensor, right: Tensor) -> Tensor:
         _last_binary[op] = (left_type, right_type, types)
     client = left._client
     if right._client is not client:
-        _refuse_mixed_sessions(client, right._client)
+        ownership.refuse_mixed_sessions(client, right._client)
     out = wrap(client.record_binary(op, left._id, right._id, current_scope()), types[0], client)
     if (left.requires_grad or right.requires_grad) and grad_mode.enabled:
         autograd.record(op, [left, right], [out], {})
     return out
-
-
-def _refuse_mixed_sessions(one: Any, other: Any) -> None:
-    """Value ids are per session: an op on tensors of two sessions would read the wrong
-    values, so it raises (naming the ended session when one has ended)."""
-    for client in (one, other):
-        if client.closed:
-            raise ClosedSessionError(SESSION_ENDED.format(session=client.session))
-    raise InvalidOpError(f'this op mixes tensors of GT sessions {one.session} and '
-                         f'{other.session}; a tensor lives in the session that made it')
 
 
 def emit(op: str, *operands: Any, **attrs: Any) -> Any:

@@ -40,6 +40,23 @@ def refuse_parents(parent: int, *_: object, **__: object) -> int:
         "num_workers=0: indexing GT tensors is lazy, so loader processes gain nothing")
 
 
+def refuse_mixed_sessions(one: Any, other: Any) -> None:
+    """Value ids are per session: an op on tensors of two sessions would read the wrong
+    values, so it raises, naming the ended session when one has ended, and the usual
+    cause when one is a forked parent's (a DataLoader worker's transform with a mean
+    made in the script)."""
+    from gt.ir.invalid_op import InvalidOpError
+    from gt.runtime.session_errors import SESSION_ENDED, ClosedSessionError
+
+    for client in (one, other):
+        if client.closed:
+            raise ClosedSessionError(SESSION_ENDED.format(session=client.session))
+        if client.pid != _process_id:
+            refuse_parents(client.pid)
+    raise InvalidOpError(f'this op mixes tensors of GT sessions {one.session} and '
+                         f'{other.session}; a tensor lives in the session that made it')
+
+
 def one_thread_at_a_time(method: Callable) -> Callable:
     """A Client method that talks to the server: a second thread calling one while the
     first is inside one raises. A fetch is guarded whole, from its request to its reply;

@@ -20,10 +20,10 @@ if pid == 0:
         if 'forked child' not in str(error):
             code = 3
     try:
-        gt.ones(3) + x  # the child's session and the parent's: ids of two sessions
+        gt.ones(3) + x  # a transform's own tensor and a mean the parent made
         code = 4
     except RuntimeError as error:
-        if 'mixes tensors of GT sessions' not in str(error):
+        if 'forked child' not in str(error):  # not "mixes tensors of GT sessions"
             code = 5
     os._exit(code)
 _, status = os.waitpid(pid, 0)
