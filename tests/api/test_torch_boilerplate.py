@@ -327,3 +327,19 @@ def cpu_boilerplate(module):
 
 def test_torch_cpu_answers_as_torchs():
     assert cpu_boilerplate(gt) == cpu_boilerplate(torch)
+
+
+@pytest.mark.parametrize('library', [gt, torch], ids=['gt', 'torch'])
+def test_cudnn_flags_context_version_and_more_backends(library):
+    """wav2vec2's CTC loss runs under `torch.backends.cudnn.flags(enabled=False)`; GT had
+    no `flags`, `version`, `mha`, `mkldnn` or `cpu` there."""
+    backends = library.backends
+    before = backends.cudnn.enabled
+    with backends.cudnn.flags(enabled=False):
+        assert backends.cudnn.enabled is False
+    assert backends.cudnn.enabled == before
+    if library is gt:  # a client has no CUDA, as torch without it answers
+        assert backends.cudnn.version() is None
+    assert backends.mha.get_fastpath_enabled() is True
+    assert backends.mkldnn.is_available() == torch.backends.mkldnn.is_available()
+    assert backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
