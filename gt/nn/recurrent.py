@@ -223,6 +223,12 @@ class RNNBase(Module):
                           batch_sizes: Any = None) -> tuple[Tensor, list[Tensor]]:
         """A time-first batched sequence: its output and the final states."""
         if batch_sizes is None and not self._drops_between_layers():
+            if self.mode != 'LSTM' and any(
+                    getattr(self, name).requires_grad for name in self._flat_weights_names):
+                # torch's GRU and RNN kernels fold a transposed (batch-first) input into
+                # one product only when the weights require grad, as they never do on a
+                # worker: laid out as that fold copies it, the bits are torch's.
+                sequence = sequence.contiguous()
             return self._fused(sequence, states)
         batch = sequence.size(1)
         self._check_forward_args(sequence, batch, states)
