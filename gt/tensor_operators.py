@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from gt import tensor as core
+from gt import views
 from gt.grad_mode import grad_mode
 from gt.ir.dtypes import FLOATING
 from gt.tensor_math import power_op
@@ -183,8 +184,8 @@ def _by_name(name: str, first: Any, second: Any) -> 'core.Tensor':
 def _matmul(a, b):
     """`a @ b`; a batch times a matrix or vector that requires grad (a Linear's weight) is
     the `folded_matmul` row, as torch.matmul folds it then (gt/ir/ops/linalg.py)."""
-    if (a.ndim >= 3 and b.ndim <= 2 and b.requires_grad) or (
-            b.ndim >= 3 and a.ndim <= 2 and a.requires_grad):
+    if (a.ndim >= 3 and b.ndim <= 2 and views.requires_grad_as_torch(b)) or (
+            b.ndim >= 3 and a.ndim <= 2 and views.requires_grad_as_torch(a)):
         return core.apply('folded_matmul', [a, b])
     return core.apply('matmul', [a, b])
 

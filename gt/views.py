@@ -98,6 +98,18 @@ def mark(view: Any, source: Any, step: Step) -> Any:
     return view
 
 
+def requires_grad_as_torch(tensor: Any) -> bool:
+    """torch's `requires_grad` of `tensor`: a view of a tensor that requires grad, made
+    under no_grad (not by `detach`), says True there, and torch.matmul chooses its
+    kernel by that (GT records such a view without grad)."""
+    if tensor.requires_grad:
+        return True
+    view = tensor._view
+    base = None if view is None else view.base()
+    return base is not None and base.requires_grad and \
+        not any(step.detaches for step in view.steps)
+
+
 def is_contiguous_view(tensor: Any) -> bool:
     """Whether `tensor` is laid out as a fresh tensor of its shape would be (only a view
     may not be)."""

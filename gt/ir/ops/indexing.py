@@ -170,7 +170,14 @@ def _np_index_add(x, index, source, dim):
 
 def _torch_embedding_backward(grad, indices, rows):
     """torch's own kernel: in half precision it sums a row's gradients otherwise than
-    `index_add` does (bfloat16 embeddings differed by up to 0.0156)."""
+    `index_add` does (bfloat16 embeddings differed by up to 0.0156). Its CPU kernel does
+    not check the indices, which torch's lookup did before it (here the lookup may not
+    run, its value unused): an index out of bounds raises, as the lookup's would."""
+    if indices.device.type == 'cpu' and indices.numel():
+        outside = (indices < 0) | (indices >= rows)
+        if outside.any():
+            raise IndexError(f'embedding_backward: index {int(indices[outside][0])} is out of '
+                             f'bounds for a weight of {rows} rows')
     return torch.ops.aten.embedding_dense_backward(grad, indices, rows, -1, False)
 
 
