@@ -203,6 +203,11 @@ def _without_inplace(name: str, args: tuple, kwargs: dict) -> tuple[tuple, bool]
     return args, False
 
 
+# Draws whose gradient is none (an index: REINFORCE's `multinomial(probs, 1)`) or zero
+# (`bernoulli(p)`): from probabilities that require grad, they are drawn as they are.
+UNDIFFERENTIATED_DRAWS = frozenset({'multinomial', 'bernoulli'})
+
+
 def _drawn_here(name: str, args: tuple, kwargs: dict) -> Any:
     """A draw from a `torch.Generator` the script made (`randperm(n, generator=g)` for a
     reproducible split): that generator lives in this process, so the call runs here on
@@ -215,8 +220,11 @@ def _drawn_here(name: str, args: tuple, kwargs: dict) -> Any:
     inputs: list[Tensor] = []
     _collect_tensors((args, kwargs), inputs)
     if grad_mode.enabled and any(t.requires_grad for t in inputs):
-        raise NotImplementedError(f'{name}: GT has no gradient for a draw from a '
-                                  'torch.Generator; call it under gt.no_grad()')
+        if name.rsplit('.', 1)[-1] not in UNDIFFERENTIATED_DRAWS:
+            raise NotImplementedError(f'{name}: GT has no gradient for a draw from a '
+                                      'torch.Generator; call it under gt.no_grad()')
+        with no_grad():
+            return _run_here(name, args, kwargs, inputs)
     result = _run_here(name, args, kwargs, inputs)  # which writes an in-place draw's tensor
     if requires_grad and not torch_functions.in_place(name):
         result.requires_grad_()

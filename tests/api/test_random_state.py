@@ -104,3 +104,22 @@ def test_torchs_state_loaded_from_a_checkpoint_by_gt_load_sets_both_generators(t
     gt.set_rng_state(gt.load(path)['rng'])
     assert gt.randn(3).tolist() == expected.tolist()
     assert gt.cuda.is_bf16_supported() is False  # as torch answers without CUDA
+
+
+def test_a_seeded_generators_draw_from_probabilities_that_require_grad_is_torchs():
+    """REINFORCE samples actions from a policy's probabilities with a seeded Generator and
+    differentiates their log-probabilities: GT refused the draw (multinomial's result is
+    an index, with no gradient; bernoulli's gradient is zero)."""
+    def run(library):
+        library.manual_seed(0)
+        policy = library.nn.Linear(4, 3)
+        generator = torch.Generator().manual_seed(2)
+        probabilities = library.softmax(policy(library.randn(5, 4)), -1)
+        actions = library.multinomial(probabilities, 1, generator=generator)
+        coins = library.bernoulli(probabilities, generator=generator)
+        (-library.log(probabilities.gather(1, actions)).mean()).backward()
+        return actions.view(-1).tolist(), coins.tolist(), torch.tensor(policy.weight.grad.tolist())
+
+    (actions, coins, grad), (expected_actions, expected_coins, expected_grad) = run(gt), run(torch)
+    assert (actions, coins) == (expected_actions, expected_coins)
+    torch.testing.assert_close(grad, expected_grad)  # sharded: summed in another order
