@@ -62,14 +62,11 @@ class Module(CastMethods):
         raise NotImplementedError(f'{type(self).__name__} does not define forward()')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        for arg in args:
-            if isinstance(arg, torch.Tensor):
-                # A batch a DataLoader collated from numpy arrays is torch's: it joins GT
-                # as data, as a torch tensor meeting a GT one does.
-                args = fallback.joined(args)
-                break
-        if kwargs and any(isinstance(value, torch.Tensor) for value in kwargs.values()):
-            kwargs = dict(zip(kwargs, fallback.joined(kwargs.values())))  # model(**batch)
+        # A batch a DataLoader collated from numpy arrays is torch's: it joins GT as data,
+        # as a torch tensor meeting a GT one does, passed by position or by name.
+        args = fallback.gt_operands(*args)
+        if kwargs:
+            kwargs = dict(zip(kwargs, fallback.gt_operands(*kwargs.values())))
         if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks \
                 or self._backward_pre_hooks or GLOBAL_FORWARD_PRE or GLOBAL_FORWARD \
                 or GLOBAL_BACKWARD or GLOBAL_BACKWARD_PRE:

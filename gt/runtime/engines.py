@@ -41,7 +41,7 @@ class SessionContext:
         if tensor is None:
             if len(self._literal_cache) >= LITERALS_CACHED:
                 self._literal_cache.clear()
-            tensor = self._literal_cache[key] = self._make_literal(value, dtype, self.device)
+            tensor = self._literal_cache[key] = self._make_literal(value, dtype)
         return tensor
 
     def move(self, value: Any, **attrs: Any) -> Any:
@@ -206,7 +206,8 @@ class NumpyEngine:
     def synchronize(self) -> None:
         """numpy runs each op to the end."""
 
-def _torch_literal(value: Any, dtype: str, device: Any) -> torch.Tensor:
+
+def _torch_literal(value: Any, dtype: str) -> torch.Tensor:
     """A number operand stays a 0-d CPU tensor on every device, as torch keeps a Python
     number: a CUDA kernel then reads it by value in its own precision. On the GPU a float32
     number beside half tensors would otherwise be rounded to half first (a 0-d CUDA tensor
@@ -214,7 +215,7 @@ def _torch_literal(value: Any, dtype: str, device: Any) -> torch.Tensor:
     return torch.tensor(value, dtype=TORCH_DTYPES[dtype])
 
 
-def _numpy_literal(value: Any, dtype: str, device: Any) -> np.ndarray:
+def _numpy_literal(value: Any, dtype: str) -> np.ndarray:
     return np.array(value, dtype=NUMPY_DTYPES[dtype])
 
 
